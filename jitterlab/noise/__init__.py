@@ -1,0 +1,18 @@
+"""Noise models: frozen distributions of the noise δ (or of w + δ), in seconds.
+
+Every model has ``cdf``, ``sf``, ``ppf``, ``isf``, ``mean`` and ``sample(size, rng=)``;
+``model + w`` shifts it by the work ``w`` and ``model_a + model_b`` adds independent
+sources.
+"""
+
+from ._base import Mixture, NoiseModel, Shifted, Sum
+from .discrete import Bernoulli, Discrete, Empirical, Histogram, TailedEmpirical, TailWarning
+from .parametric import Exponential, Pareto, Uniform
+from .periodic import Periodic
+
+__all__ = [
+    "NoiseModel", "Shifted", "Sum", "Mixture",
+    "Exponential", "Pareto", "Uniform",
+    "Discrete", "Bernoulli", "Empirical", "Histogram", "TailedEmpirical", "TailWarning",
+    "Periodic",
+]

@@ -1,0 +1,325 @@
+"""The common interface of noise models and the combinators (shift, sum, mixture)."""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+import numpy as np
+
+from .._random import RngLike, as_generator
+
+__all__ = ["NoiseModel", "Shifted", "Sum", "Mixture"]
+
+
+def check_positive(name: str, value: float, *, allow_zero: bool = False) -> float:
+    """Return ``value`` as float, or raise ValueError naming ``name``."""
+    value = float(value)
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be finite and {bound}, got {value!r}")
+    return value
+
+
+def check_probability(name: str, q) -> np.ndarray:
+    """Return ``q`` as a float array, or raise ValueError if any value is outside [0, 1]."""
+    q = np.asarray(q, dtype=float)
+    if np.any(~np.isfinite(q)) or np.any((q < 0) | (q > 1)):
+        raise ValueError(f"{name} must lie in [0, 1], got {q}")
+    return q
+
+
+class NoiseModel(ABC):
+    """A frozen distribution of a non-negative time, in seconds.
+
+    Subclasses give the noise ``δ`` met by one process in one compute phase (or,
+    after ``+ w``, the phase time ``w + δ``). All methods are vectorised over their
+    argument.
+    """
+
+    #: smallest value of the support [s]
+    lower: float = 0.0
+    #: largest value of the support [s] (``inf`` when unbounded)
+    upper: float = math.inf
+
+    # -- the distribution -------------------------------------------------------------
+    @abstractmethod
+    def cdf(self, x):
+        """P(X <= x)."""
+
+    def sf(self, x):
+        """P(X > x), computed without cancellation where the subclass can."""
+        return 1.0 - self.cdf(x)
+
+    def ppf(self, q):
+        """Smallest x with P(X <= x) >= q (the generalised inverse of the CDF). [s]"""
+        q = check_probability("q", q)
+        return self.isf(1.0 - q)
+
+    def isf(self, q):
+        """Smallest x with P(X > x) <= q; precise for tiny ``q`` (extreme quantiles). [s]"""
+        q = check_probability("q", q)
+        return _isf_by_bisection(self, q)
+
+    @abstractmethod
+    def mean(self) -> float:
+        """Expected value. [s]"""
+
+    def sample(self, size, rng: RngLike = None) -> np.ndarray:
+        """Independent draws (inverse-CDF sampling unless a subclass knows better). [s]"""
+        gen = as_generator(rng)
+        return self.isf(gen.random(size))
+
+    # -- metadata -----------------------------------------------------------------------
+    @property
+    def params(self) -> dict:
+        """Parameters that define the model (recorded in result attributes)."""
+        return {}
+
+    @property
+    def atoms(self) -> np.ndarray | None:
+        """Sorted support points when the law is purely discrete, else None."""
+        return None
+
+    def describe(self) -> str:
+        """A one-line description such as ``Exponential(mean=1e-05)``."""
+        inner = ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
+                          for k, v in self.params.items())
+        return f"{type(self).__name__}({inner})"
+
+    def __repr__(self) -> str:
+        return self.describe()
+
+    # -- arithmetic ---------------------------------------------------------------------
+    def __add__(self, other):
+        if isinstance(other, NoiseModel):
+            return Sum([self, other])
+        if isinstance(other, int | float | np.integer | np.floating):
+            return Shifted(self, float(other))
+        return NotImplemented
+
+    __radd__ = __add__
+
+    # -- hooks for the exact max-of-N ---------------------------------------------------
+    def _exact_max_mean(self, n: int) -> float | None:
+        """E[max of n independent draws] in closed form, or None to integrate numerically."""
+        return None
+
+
+def _isf_by_bisection(model: NoiseModel, q: np.ndarray, iterations: int = 200) -> np.ndarray:
+    """Invert ``model.sf`` by vectorised bisection (for models without a closed-form inverse)."""
+    q = np.asarray(q, dtype=float)
+    flat = q.ravel()
+    lo = np.full(flat.shape, model.lower, dtype=float)
+    hi = np.full(flat.shape, model.upper if math.isfinite(model.upper) else 0.0)
+    if not math.isfinite(model.upper):
+        # grow the upper end until sf(hi) <= q
+        hi[:] = max(model.lower, 0.0) + max(abs(model.mean()), 1e-12)
+        for _ in range(2000):
+            need = model.sf(hi) > flat
+            if not need.any():
+                break
+            hi[need] = hi[need] * 2.0 + 1e-300
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        above = model.sf(mid) > flat
+        lo = np.where(above, mid, lo)
+        hi = np.where(above, hi, mid)
+        if np.all(hi - lo <= 4e-16 * np.maximum(np.abs(hi), 1e-300)):
+            break
+    out = hi
+    out = np.where(flat >= 1.0, model.lower, out)
+    return out.reshape(q.shape)
+
+
+class Shifted(NoiseModel):
+    """``base + shift``: the phase time ``w + δ`` for noise ``δ`` and work ``w`` [s]."""
+
+    def __init__(self, base: NoiseModel, shift: float):
+        if not isinstance(base, NoiseModel):
+            raise ValueError(f"base must be a NoiseModel, got {type(base).__name__}")
+        shift = float(shift)
+        if not math.isfinite(shift):
+            raise ValueError(f"shift must be finite, got {shift!r}")
+        if isinstance(base, Shifted):  # flatten nested shifts
+            base, shift = base.base, base.shift + shift
+        self.base, self.shift = base, shift
+        self.lower, self.upper = base.lower + shift, base.upper + shift
+
+    def cdf(self, x):
+        return self.base.cdf(np.asarray(x, dtype=float) - self.shift)
+
+    def sf(self, x):
+        return self.base.sf(np.asarray(x, dtype=float) - self.shift)
+
+    def isf(self, q):
+        return self.base.isf(q) + self.shift
+
+    def mean(self) -> float:
+        return self.base.mean() + self.shift
+
+    def sample(self, size, rng: RngLike = None):
+        return self.base.sample(size, rng=rng) + self.shift
+
+    @property
+    def atoms(self):
+        atoms = self.base.atoms
+        return None if atoms is None else atoms + self.shift
+
+    @property
+    def params(self) -> dict:
+        return {"base": self.base.describe(), "shift": self.shift}
+
+    def describe(self) -> str:
+        return f"{self.base.describe()} + {self.shift:.6g}"
+
+    def _exact_max_mean(self, n: int):
+        inner = self.base._exact_max_mean(n)
+        return None if inner is None else inner + self.shift
+
+
+class Mixture(NoiseModel):
+    """With probability ``weights[k]`` the noise follows ``components[k]``.
+
+    Parameters
+    ----------
+    components : sequence of NoiseModel
+    weights : sequence of float
+        Non-negative; normalised to sum to one.
+    """
+
+    def __init__(self, components: Sequence[NoiseModel], weights: Sequence[float]):
+        components = list(components)
+        weights = np.asarray(weights, dtype=float)
+        if not components or any(not isinstance(c, NoiseModel) for c in components):
+            raise ValueError("components must be a non-empty sequence of NoiseModel")
+        if weights.shape != (len(components),):
+            raise ValueError(f"weights must have one value per component ({len(components)})")
+        if np.any(~np.isfinite(weights)) or np.any(weights < 0) or weights.sum() <= 0:
+            raise ValueError(f"weights must be finite, non-negative and not all zero: {weights}")
+        keep = weights > 0
+        self.components = [c for c, k in zip(components, keep, strict=True) if k]
+        self.weights = weights[keep] / weights[keep].sum()
+        self.lower = min(c.lower for c in self.components)
+        self.upper = max(c.upper for c in self.components)
+
+    def cdf(self, x):
+        x = np.asarray(x, dtype=float)
+        return sum(w * c.cdf(x) for w, c in zip(self.weights, self.components, strict=True))
+
+    def sf(self, x):
+        x = np.asarray(x, dtype=float)
+        return sum(w * c.sf(x) for w, c in zip(self.weights, self.components, strict=True))
+
+    def mean(self) -> float:
+        return float(sum(w * c.mean() for w, c in zip(self.weights, self.components,
+                                                       strict=True)))
+
+    def sample(self, size, rng: RngLike = None):
+        gen = as_generator(rng)
+        which = gen.choice(len(self.components), size=size, p=self.weights)
+        out = np.empty(np.shape(which), dtype=float)
+        for k, component in enumerate(self.components):
+            mask = which == k
+            out[mask] = component.sample(int(mask.sum()), rng=gen)
+        return out
+
+    @property
+    def atoms(self):
+        parts = [c.atoms for c in self.components]
+        if any(p is None for p in parts):
+            return None
+        return np.unique(np.concatenate(parts))
+
+    @property
+    def params(self) -> dict:
+        return {"components": [c.describe() for c in self.components],
+                "weights": self.weights.tolist()}
+
+    def describe(self) -> str:
+        inner = ", ".join(f"{w:.4g}*{c.describe()}"
+                          for w, c in zip(self.weights, self.components, strict=True))
+        return f"Mixture({inner})"
+
+
+class Sum(NoiseModel):
+    """The sum of independent noise sources (for example a timer tick plus a daemon).
+
+    The CDF is the convolution: exact when all but one component are discrete
+    (Bernoulli, Empirical, Periodic), otherwise computed by Gauss-Legendre quadrature
+    over the quantiles of the continuous components.
+    """
+
+    _nodes, _node_weights = np.polynomial.legendre.leggauss(400)
+
+    def __init__(self, components: Sequence[NoiseModel]):
+        flat: list[NoiseModel] = []
+        for c in components:
+            if not isinstance(c, NoiseModel):
+                raise ValueError(f"components must be NoiseModel, got {type(c).__name__}")
+            flat.extend(c.components if isinstance(c, Sum) else [c])
+        if len(flat) < 2:
+            raise ValueError("a Sum needs at least two components")
+        self.components = flat
+        self.lower = sum(c.lower for c in flat)
+        self.upper = sum(c.upper for c in flat)
+
+    def _split(self) -> tuple[NoiseModel, list[NoiseModel]]:
+        """One component to evaluate by its CDF, the others to integrate over."""
+        ordered = sorted(self.components, key=lambda c: c.atoms is not None)
+        return ordered[0], ordered[1:]
+
+    def _expectation(self, fn, x):
+        """E[fn(x - S)] over the sum S of all components but the one evaluated by fn."""
+        inner, others = self._split()
+        x = np.asarray(x, dtype=float)
+        shifts, probs = np.zeros(1), np.ones(1)
+        for c in others:
+            atoms = c.atoms
+            if atoms is not None:
+                values, weights = atoms, np.diff(c.cdf(atoms), prepend=0.0)
+                if len(atoms):
+                    weights[0] = c.cdf(atoms[0])
+            else:
+                u = 0.5 * (self._nodes + 1.0)
+                values, weights = c.ppf(u), 0.5 * self._node_weights
+            shifts = (shifts[:, None] + values[None, :]).ravel()
+            probs = (probs[:, None] * weights[None, :]).ravel()
+        keep = probs > 0
+        shifts, probs = shifts[keep], probs[keep]
+        flat = x.reshape(-1, 1)
+        return np.clip((fn(flat - shifts[None, :]) * probs[None, :]).sum(axis=1), 0, 1).reshape(
+            x.shape)
+
+    def cdf(self, x):
+        inner, _ = self._split()
+        return self._expectation(inner.cdf, x)
+
+    def sf(self, x):
+        inner, _ = self._split()
+        return self._expectation(inner.sf, x)
+
+    def mean(self) -> float:
+        return float(sum(c.mean() for c in self.components))
+
+    def sample(self, size, rng: RngLike = None):
+        gen = as_generator(rng)
+        return sum(c.sample(size, rng=gen) for c in self.components)
+
+    @property
+    def atoms(self):
+        parts = [c.atoms for c in self.components]
+        if any(p is None for p in parts):
+            return None
+        total = np.zeros(1)
+        for p in parts:
+            total = np.unique((total[:, None] + p[None, :]).ravel())
+        return total
+
+    @property
+    def params(self) -> dict:
+        return {"components": [c.describe() for c in self.components]}
+
+    def describe(self) -> str:
+        return " + ".join(c.describe() for c in self.components)

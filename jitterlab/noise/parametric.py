@@ -1,0 +1,122 @@
+"""Parametric noise laws of Agarwal, Garg & Vishnoi (2005): exponential, heavy-tailed, uniform.
+
+References
+----------
+.. [1] S. Agarwal, R. Garg, N. K. Vishnoi, "The Impact of Noise on the Scaling of
+   Collectives", HiPC 2005 (summarised in Garg & De 2006, seed 001, §2).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats
+
+from .._random import RngLike, as_generator
+from ._base import NoiseModel, check_positive, check_probability
+
+__all__ = ["Exponential", "Pareto", "Uniform"]
+
+
+class _ScipyModel(NoiseModel):
+    """A noise model backed by a frozen :mod:`scipy.stats` distribution."""
+
+    _frozen: stats.rv_continuous
+
+    def cdf(self, x):
+        return self._frozen.cdf(np.asarray(x, dtype=float))
+
+    def sf(self, x):
+        return self._frozen.sf(np.asarray(x, dtype=float))
+
+    def ppf(self, q):
+        return self._frozen.ppf(check_probability("q", q))
+
+    def isf(self, q):
+        return self._frozen.isf(check_probability("q", q))
+
+    def mean(self) -> float:
+        return float(self._frozen.mean())
+
+    def sample(self, size, rng: RngLike = None):
+        return self._frozen.rvs(size=size, random_state=as_generator(rng))
+
+
+class Exponential(_ScipyModel):
+    """Exponentially distributed noise: light tail, E[max of N] = mean·H_N ~ mean·ln N.
+
+    Parameters
+    ----------
+    mean : float
+        Mean noise per phase. [s]
+
+    Examples
+    --------
+    >>> Exponential(mean=10e-6).mean()
+    1e-05
+    """
+
+    def __init__(self, mean: float):
+        self._mean = check_positive("mean", mean)
+        self._frozen = stats.expon(scale=self._mean)
+
+    @property
+    def params(self) -> dict:
+        return {"mean": self._mean}
+
+
+
+class Pareto(_ScipyModel):
+    """Heavy-tailed (Pareto) noise, P(δ > x) = (scale/x)^alpha for x >= scale.
+
+    Parameters
+    ----------
+    alpha : float
+        Tail index; the mean is finite for alpha > 1. [-]
+    scale : float
+        Smallest value of the support. [s]
+
+    Notes
+    -----
+    E[max of N] = scale·Γ(N+1)·Γ(1 − 1/α) / Γ(N + 1 − 1/α), which grows as N^{1/α}.
+    """
+
+    def __init__(self, alpha: float, scale: float):
+        self.alpha = check_positive("alpha", alpha)
+        self.scale = check_positive("scale", scale)
+        self._frozen = stats.pareto(b=self.alpha, scale=self.scale)
+        self.lower = self.scale
+
+    @property
+    def params(self) -> dict:
+        return {"alpha": self.alpha, "scale": self.scale}
+
+    def mean(self) -> float:
+        return self.alpha * self.scale / (self.alpha - 1) if self.alpha > 1 else math.inf
+
+
+
+class Uniform(_ScipyModel):
+    """Noise uniform on [low, high]; E[max of N] = low + (high − low)·N/(N + 1).
+
+    Parameters
+    ----------
+    high : float
+        Upper end of the support. [s]
+    low : float, default 0
+        Lower end of the support. [s]
+    """
+
+    def __init__(self, high: float, low: float = 0.0):
+        self.low = check_positive("low", low, allow_zero=True)
+        self.high = check_positive("high", high)
+        if self.high <= self.low:
+            raise ValueError(f"high must exceed low, got low={self.low}, high={self.high}")
+        self._frozen = stats.uniform(loc=self.low, scale=self.high - self.low)
+        self.lower, self.upper = self.low, self.high
+
+    @property
+    def params(self) -> dict:
+        return {"low": self.low, "high": self.high}
+
