@@ -15,7 +15,8 @@ def as_generator(rng: RngLike) -> np.random.Generator:
         return rng
     if rng is None or isinstance(rng, int | np.integer):
         return np.random.default_rng(rng)
-    raise ValueError(f"rng must be an int seed, a numpy Generator or None, not {type(rng).__name__}")
+    raise ValueError(
+        f"rng must be an int seed, a numpy Generator or None, not {type(rng).__name__}")
 
 
 def seed_from(rng: RngLike) -> int:

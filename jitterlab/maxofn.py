@@ -114,7 +114,6 @@ def exact_max_mean(models: Sequence[NoiseModel], counts) -> float:
     if any(not math.isfinite(m.mean()) for m in models_):
         return math.inf
     lower = max(m.lower for m in models_)
-    upper = max(m.upper for m in models_)
     atoms = [m.atoms for m in models_]
     if all(a is not None for a in atoms):
         # a step function: exact sum over the merged support points
