@@ -14,9 +14,10 @@ from collections.abc import Sequence
 
 import numpy as np
 import xarray as xr
-from scipy import integrate, optimize
+from scipy import optimize
 
 from . import _kernels
+from ._integrate import quad, quantile_tail_integral
 from ._provenance import provenance_attrs
 from ._random import RngLike, seed_from
 from .noise import Empirical, NoiseModel, TailWarning
@@ -133,18 +134,12 @@ def exact_max_mean(models: Sequence[NoiseModel], counts) -> float:
         if a is not None:
             breaks.update(a[a < cut[-1]].tolist())
     edges = [lower, *sorted(b for b in breaks if lower < b <= cut[-1])]
-    body = sum(integrate.quad(integrand, lo, hi, limit=200, epsabs=0, epsrel=1e-11)[0]
+    scale = max(abs(cut[-1]), abs(lower), 1e-300)
+    body = sum(quad(integrand, lo, hi, scale=scale)
                for lo, hi in zip(edges[:-1], edges[1:], strict=True))
-
-    # the tail in quantile space: ∫_{x0}^∞ (1 − G) dx = ∫_0^{s0} (G⁻¹(1 − s) − x0) ds,
-    # whose integrable endpoint singularity quad handles even for heavy tails
-    x0 = edges[-1]
-
-    def excess_quantile(level):
-        return float(_max_isf(models_, counts_, level)[0]) - x0
-
-    tail = integrate.quad(excess_quantile, 0.0, _TAIL_LEVEL, limit=200, epsabs=0,
-                          epsrel=1e-10)[0]
+    # the tail in quantile space, where even a heavy tail is integrable
+    tail = quantile_tail_integral(lambda level: _max_isf(models_, counts_, level)[0],
+                                  edges[-1], _TAIL_LEVEL)
     return float(lower + body + tail)
 
 

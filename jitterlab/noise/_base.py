@@ -251,7 +251,11 @@ class Sum(NoiseModel):
     over the quantiles of the continuous components.
     """
 
-    _nodes, _node_weights = np.polynomial.legendre.leggauss(400)
+    # quantile levels u = (1 − cos πt)/2 with Gauss-Legendre in t: dense near 0 and 1,
+    # where the quantile function of an unbounded law is singular
+    _t, _w = np.polynomial.legendre.leggauss(400)
+    _levels = 0.5 * (1.0 - np.cos(0.5 * np.pi * (_t + 1.0)))
+    _level_weights = 0.5 * _w * 0.5 * np.pi * np.sin(0.5 * np.pi * (_t + 1.0))
 
     def __init__(self, components: Sequence[NoiseModel]):
         flat: list[NoiseModel] = []
@@ -271,26 +275,33 @@ class Sum(NoiseModel):
         return ordered[0], ordered[1:]
 
     def _expectation(self, fn, x):
-        """E[fn(x - S)] over the sum S of all components but the one evaluated by fn."""
+        """E[fn(x − S)] over the sum S of all components but the one evaluated by fn."""
         inner, others = self._split()
         x = np.asarray(x, dtype=float)
+        discrete = [c for c in others if c.atoms is not None]
+        continuous = [c for c in others if c.atoms is None]
         shifts, probs = np.zeros(1), np.ones(1)
-        for c in others:
+        for c in discrete:
             atoms = c.atoms
-            if atoms is not None:
-                values, weights = atoms, np.diff(c.cdf(atoms), prepend=0.0)
-                if len(atoms):
-                    weights[0] = c.cdf(atoms[0])
-            else:
-                u = 0.5 * (self._nodes + 1.0)
-                values, weights = c.ppf(u), 0.5 * self._node_weights
-            shifts = (shifts[:, None] + values[None, :]).ravel()
-            probs = (probs[:, None] * weights[None, :]).ravel()
+            shifts = (shifts[:, None] + atoms[None, :]).ravel()
+            probs = (probs[:, None] * np.diff(c.cdf(atoms), prepend=0.0)[None, :]).ravel()
+        for c in continuous[1:]:  # rare: more than two continuous parts, plain quadrature
+            shifts = (shifts[:, None] + c.ppf(self._levels)[None, :]).ravel()
+            probs = (probs[:, None] * self._level_weights[None, :]).ravel()
         keep = probs > 0
         shifts, probs = shifts[keep], probs[keep]
-        flat = x.reshape(-1, 1)
-        return np.clip((fn(flat - shifts[None, :]) * probs[None, :]).sum(axis=1), 0, 1).reshape(
-            x.shape)
+        z = x.reshape(-1, 1) - shifts[None, :]
+        if continuous:
+            # ∫_0^1 fn(z − F_Y⁻¹(u)) du: beyond u* = F_Y(z − lower) the argument lies below
+            # the support of the inner part, so integrate up to the kink u* only
+            outer = continuous[0]
+            u_star = np.clip(outer.cdf(z - inner.lower), 0.0, 1.0)
+            u = u_star[..., None] * self._levels
+            inside = (fn(z[..., None] - outer.ppf(u)) * self._level_weights).sum(axis=-1)
+            values = u_star * inside + (1.0 - u_star) * fn(np.full(1, inner.lower - 1.0))
+        else:
+            values = fn(z)
+        return np.clip((values * probs[None, :]).sum(axis=1), 0, 1).reshape(x.shape)
 
     def cdf(self, x):
         inner, _ = self._split()

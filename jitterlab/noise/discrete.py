@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import integrate, stats
+from scipy import stats
 
+from .._integrate import max_isf_single, quantile_tail_integral
 from .._random import RngLike, as_generator
 from ._base import NoiseModel, check_positive, check_probability
 
@@ -313,27 +314,13 @@ class TailedEmpirical(NoiseModel):
         return self.isf(as_generator(rng).random(size))
 
     def _exact_max_mean(self, n: int) -> float:
-        # body: the exact step sum up to the threshold; tail: quadrature of 1 - F^n
+        # the body: exact sum over the steps of the empirical CDF up to the threshold u
         values = self.body.values
         k_u = int(np.searchsorted(values, self.threshold, "right"))  # samples <= u
-        head = self.body._head[1:k_u]  # F at values[0 .. k_u-2]
-        steps = np.diff(values[:k_u])
-        body = values[0] + np.dot(steps, -np.expm1(n * np.log1p(-self.body._tail[1:k_u])))
-        body += (self.threshold - values[k_u - 1]) * -math.expm1(
-            n * math.log1p(-self._p_tail))
-        del head
-
-        def one_minus_g(y):
-            return -math.expm1(n * math.log1p(-self._p_tail * float(self._gpd.sf(y))))
-
-        # split the tail integral at quantiles of the maximum, where 1 - G changes fastest
-        levels = [0.5, 1e-3, 1e-6]
-        points = [float(self._gpd.isf(min(1.0, -math.expm1(math.log1p(-lv) / n) / self._p_tail)))
-                  for lv in levels]
-        points = sorted({p for p in points if 0 < p < math.inf})
-        upper = float(self._gpd.support()[1])
-        edges = [0.0, *[p for p in points if p < upper]]
-        tail = sum(integrate.quad(one_minus_g, lo, hi, limit=200)[0]
-                   for lo, hi in zip(edges[:-1], edges[1:], strict=True))
-        tail += integrate.quad(one_minus_g, edges[-1], upper, limit=200)[0]
-        return float(body + tail)
+        steps = np.diff(np.append(values[:k_u], self.threshold))
+        one_minus = -np.expm1(n * np.log1p(-self.body._tail[1:k_u + 1]))
+        body = values[0] + np.dot(steps, one_minus)
+        # the tail: quadrature in quantile space from s_u = 1 − G(u)
+        s_u = -math.expm1(n * math.log1p(-self._p_tail))
+        return float(body + quantile_tail_integral(max_isf_single(self, n), self.threshold,
+                                                   s_u))
