@@ -61,10 +61,11 @@ def max_uniform_complement(seed, counts, replicates):
             base = stream_key(seed, r, g, n_groups)
             best = np.uint64(0)
             for i in range(counts[g]):
-                z = _mix64(base + np.uint64(i + 1) * _GAMMA) >> _S11
+                z = _mix64(base + np.uint64(i + 1) * _GAMMA)
                 if z > best:
                     best = z
-            out[r, g] = (_TWO53 - float(best)) * _TWO_M53
+            # the top 53 bits make a uniform in [0, 1); the shift keeps the order
+            out[r, g] = (_TWO53 - float(best >> _S11)) * _TWO_M53
     return out
 
 
@@ -89,3 +90,43 @@ def max_uniform_complement_reference(seed: int, counts, replicates: int) -> np.n
                         for i in range(int(count))), default=0)
             out[r, g] = (2.0**53 - float(best)) * 2.0**-53
     return out
+
+
+_BLOCK = 4096
+
+
+@numba.njit(cache=True, parallel=True)
+def step_sum_one_minus_power(values, head, power, start):
+    """Σ_{k >= start} (values[k+1] − values[k])·(1 − head[k+1]^power), integer ``power``.
+
+    The exact E[max of N] of a discrete law, less its smallest counted value. The
+    power is taken by repeated squaring in blocks, which vectorises; its relative
+    error grows like power·ε, so callers use it for moderate N only.
+    """
+    m = values.size
+    n_blocks = (m - 1 - start + _BLOCK - 1) // _BLOCK
+    partial = np.zeros(max(n_blocks, 0))
+    for j in numba.prange(n_blocks):
+        lo = start + j * _BLOCK
+        hi = min(lo + _BLOCK, m - 1)
+        result = np.ones(hi - lo)
+        base = head[lo + 1:hi + 1].copy()
+        e = power
+        while e:
+            if e & 1:
+                for i in range(hi - lo):
+                    result[i] *= base[i]
+            for i in range(hi - lo):
+                base[i] *= base[i]
+            e >>= 1
+        acc = 0.0
+        for i in range(hi - lo):
+            acc += (values[lo + i + 1] - values[lo + i]) * (1.0 - result[i])
+        partial[j] = acc
+    return partial.sum()
+
+
+def step_sum_one_minus_power_reference(values, head, power, start):
+    """Plain numpy twin of :func:`step_sum_one_minus_power`."""
+    steps = np.diff(values)[start:]
+    return float(np.dot(steps, 1.0 - head[start + 1:values.size] ** power))

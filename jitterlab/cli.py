@@ -94,7 +94,7 @@ def _reproduce(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         wanted = f" matching {args.only!r}" if args.only else ""
         parser.error(f"no notebooks{wanted} in {notebooks_dir}")
 
-    print(f"Running {len(paths)} notebooks from {notebooks_dir} into {args.output}")
+    print(f"Running {_count(len(paths))} from {notebooks_dir} into {args.output}")
     results = reproduce(notebooks_dir, args.output, timeout=args.timeout, pattern=args.only)
 
     failed = results[results["status"] != "ok"]
@@ -105,10 +105,14 @@ def _reproduce(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             print(f"    {line}", file=sys.stderr)
 
     print(
-        f"\n{len(results)} notebooks: {len(results) - len(failed)} ok, {len(failed)} FAILED. "
+        f"\n{_count(len(results))}: {len(results) - len(failed)} ok, {len(failed)} FAILED. "
         f"Report: {args.output / 'index.html'}"
     )
     return 1 if len(failed) else 0
+
+
+def _count(n: int) -> str:
+    return f"{n} notebook" if n == 1 else f"{n} notebooks"
 
 
 def _configure_logging(verbose: bool) -> None:

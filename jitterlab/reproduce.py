@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pandas as pd
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 __all__ = ["reproduce", "find_notebooks", "default_notebooks_dir", "KERNEL_NAME", "KERNEL_ENV"]
 
@@ -39,8 +39,13 @@ logger = logging.getLogger(__name__)
 #: Jupyter kernel used for every notebook, whatever the notebook's own metadata says.
 KERNEL_NAME = "python3"
 
-#: Environment variables set for the kernels (on top of the current environment).
-KERNEL_ENV = {"JUPYTER_PLATFORM_DIRS": "1", "MPLBACKEND": "Agg"}
+#: Environment variables set for the kernels (on top of the current environment). The
+#: matplotlib backend is the headless inline one (it renders with Agg): plain ``Agg`` would also
+#: run without a display, but then ``plt.show()`` puts no image in the notebook.
+KERNEL_ENV = {
+    "JUPYTER_PLATFORM_DIRS": "1",
+    "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+}
 
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _ERROR_TAIL_LINES = 6
@@ -215,6 +220,8 @@ def _execute(nb, path: Path, timeout: float, result: _Result) -> None:
         kernel_name=KERNEL_NAME,
         resources={"metadata": {"path": str(path.parent.resolve())}},
         on_cell_start=remember_cell,
+        # The kernel's own log goes to our stderr; keep its routine warnings off the screen.
+        extra_arguments=["--IPKernelApp.log_level=ERROR"],
     )
     client.execute(env={**os.environ, **KERNEL_ENV})
     result.cell = None
@@ -243,7 +250,13 @@ def _error_tail(exc: BaseException) -> str:
 
     if isinstance(exc, CellExecutionError):
         text = exc.traceback or f"{exc.ename}: {exc.evalue}"
-        lines = [ln.rstrip() for ln in _ANSI_ESCAPE.sub("", text).splitlines() if ln.strip()]
+        lines = _ANSI_ESCAPE.sub("", text).splitlines()
+        # The traceback proper follows the last rule of dashes (nbclient puts the cell's
+        # source and printed output above it).
+        rules = [i for i, line in enumerate(lines) if line.strip() and not line.strip("-")]
+        if rules:
+            lines = lines[rules[-1] + 1 :]
+        lines = [line.rstrip() for line in lines if line.strip()]
         return "\n".join(lines[-_ERROR_TAIL_LINES:])
     first = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {first[0] if first else ''}".rstrip(": ")
@@ -339,9 +352,11 @@ pre {{ margin: 0; white-space: pre-wrap; }}
 
 def _headline(frame: pd.DataFrame) -> str:
     failed = int((frame["status"] != "ok").sum())
+    notebooks, figures = len(frame), int(frame["figures"].sum())
     return (
-        f"{len(frame)} notebooks: {len(frame) - failed} ok, {failed} FAILED; "
-        f"{int(frame['figures'].sum())} figures; {frame['seconds'].sum():.1f} s in total."
+        f"{notebooks} notebook{'s' * (notebooks != 1)}: {notebooks - failed} ok, "
+        f"{failed} FAILED; {figures} figure{'s' * (figures != 1)}; "
+        f"{frame['seconds'].sum():.1f} s in total."
     )
 
 

@@ -38,7 +38,8 @@ CLOSED_FORMS = [
 ]
 
 
-@pytest.mark.parametrize(("name", "model", "closed"), CLOSED_FORMS, ids=[c[0] for c in CLOSED_FORMS])
+@pytest.mark.parametrize(("name", "model", "closed"), CLOSED_FORMS,
+                         ids=[c[0] for c in CLOSED_FORMS])
 def test_exact_mean_matches_closed_form(name, model, closed):
     n = np.array(N_VALUES)
     ds = jl.max_of_n(model, n=n)

@@ -15,6 +15,7 @@ import numpy as np
 from scipy import stats
 
 from .._integrate import max_isf_single, quantile_tail_integral
+from .._kernels import step_sum_one_minus_power
 from .._random import RngLike, as_generator
 from ._base import NoiseModel, check_positive, check_probability
 
@@ -22,6 +23,8 @@ __all__ = ["Discrete", "Bernoulli", "Empirical", "Histogram", "TailedEmpirical",
 
 #: F(x)^N below exp(-_NEGLIGIBLE_LOG) counts as zero in the exact max-of-N sums
 _NEGLIGIBLE_LOG = 40.0
+#: up to this N, F^N by repeated squaring (relative error ~ N·ε) in a numba kernel
+_POWER_BY_SQUARING_MAX_N = 16_384
 
 
 class TailWarning(UserWarning):
@@ -75,6 +78,8 @@ class Discrete(NoiseModel):
             self._tail = np.concatenate([np.cumsum(probs[::-1])[::-1], [0.0]])
             self._head[-1], self._tail[0] = 1.0, 1.0
         self.lower, self.upper = float(self.values[0]), float(self.values[-1])
+        self._rising_tail = -self._tail[1:]  # increasing, for searchsorted in isf
+        self._mean = float(np.dot(np.diff(self._head), self.values))
 
     # P(X <= values[k]) = head[k + 1] and P(X > values[k]) = tail[k + 1]
     def cdf(self, x):
@@ -85,11 +90,11 @@ class Discrete(NoiseModel):
 
     def isf(self, q):
         q = check_probability("q", q)
-        k = np.searchsorted(-self._tail[1:], -q, "left")
+        k = np.searchsorted(self._rising_tail, -q, "left")
         return self.values[np.minimum(k, self.values.size - 1)]
 
     def mean(self) -> float:
-        return float(np.dot(np.diff(self._head), self.values))
+        return self._mean
 
     def sample(self, size, rng: RngLike = None):
         return self.isf(as_generator(rng).random(size))
@@ -106,15 +111,14 @@ class Discrete(NoiseModel):
         """E[max] = ∫(1 − F^n) summed exactly over the steps of the CDF."""
         if n == 1:
             return self.mean()
-        head = self._head[1:-1]  # F at values[0 .. K-2]
-        steps = np.diff(self.values)
         # below k0, F^n < exp(-40): those steps count in full
-        k0 = int(np.searchsorted(head, math.exp(-_NEGLIGIBLE_LOG / n), "right"))
-        if n <= 1_000_000:
-            one_minus = 1.0 - head[k0:] ** n
-        else:  # precise for F close to one
+        k0 = int(np.searchsorted(self._head[1:-1], math.exp(-_NEGLIGIBLE_LOG / n), "right"))
+        if n <= _POWER_BY_SQUARING_MAX_N:
+            rest = step_sum_one_minus_power(self.values, self._head, n, k0)
+        else:  # precise for F close to one; few points remain above k0
             one_minus = -np.expm1(n * np.log1p(-self._tail[k0 + 1:-1]))
-        return float(self.values[k0] + np.dot(steps[k0:], one_minus))
+            rest = np.dot(np.diff(self.values[k0:]), one_minus)
+        return float(self.values[k0] + rest)
 
 
 class Bernoulli(Discrete):
