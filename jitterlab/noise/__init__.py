@@ -9,10 +9,12 @@ from ._base import Mixture, NoiseModel, Shifted, Sum
 from .discrete import Bernoulli, Discrete, Empirical, Histogram, TailedEmpirical, TailWarning
 from .parametric import Exponential, Pareto, Uniform
 from .periodic import Periodic
+from .piecewise import Piecewise
+from .trace_law import from_trace
 
 __all__ = [
     "NoiseModel", "Shifted", "Sum", "Mixture",
     "Exponential", "Pareto", "Uniform",
     "Discrete", "Bernoulli", "Empirical", "Histogram", "TailedEmpirical", "TailWarning",
-    "Periodic",
+    "Periodic", "Piecewise", "from_trace",
 ]

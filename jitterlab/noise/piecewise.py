@@ -1,0 +1,136 @@
+"""A law made of point masses and uniform pieces: its CDF is piecewise linear with jumps.
+
+It is the exact law of the time to finish a fixed amount of work from a uniformly
+random start in a jitter trace (:func:`jitterlab.noise.from_trace`), and the exact
+max-of-N of such a law has a closed form on every linear piece.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._random import RngLike, as_generator
+from ._base import NoiseModel, check_probability
+from .discrete import _as_times
+
+__all__ = ["Piecewise"]
+
+
+class Piecewise(NoiseModel):
+    """Point masses plus uniform pieces.
+
+    Parameters
+    ----------
+    atom_values, atom_weights : array_like
+        Locations [s] and probabilities of the point masses.
+    segment_low, segment_high, segment_weights : array_like
+        Uniform pieces on (low, high] [s] with their probabilities.
+
+    The weights are normalised to sum to one.
+    """
+
+    def __init__(self, atom_values=(), atom_weights=(), segment_low=(), segment_high=(),
+                 segment_weights=()):
+        atoms = np.asarray(atom_values, dtype=float).ravel()
+        atom_w = np.asarray(atom_weights, dtype=float).ravel()
+        low = np.asarray(segment_low, dtype=float).ravel()
+        high = np.asarray(segment_high, dtype=float).ravel()
+        seg_w = np.asarray(segment_weights, dtype=float).ravel()
+        if atoms.shape != atom_w.shape:
+            raise ValueError("atom_values and atom_weights must have the same length")
+        if not low.shape == high.shape == seg_w.shape:
+            raise ValueError("segment_low, segment_high and segment_weights must have the same "
+                             "length")
+        for name, arr in (("atom_values", atoms), ("segment_low", low), ("segment_high", high)):
+            if arr.size:
+                _as_times(name, arr)
+        for name, arr in (("atom_weights", atom_w), ("segment_weights", seg_w)):
+            if np.any(~np.isfinite(arr)) or np.any(arr < 0):
+                raise ValueError(f"{name} must be finite and non-negative")
+        if np.any(high <= low):
+            raise ValueError("every segment needs segment_high > segment_low")
+        total = atom_w.sum() + seg_w.sum()
+        if not total > 0:
+            raise ValueError("the weights must not all be zero")
+        atom_w, seg_w = atom_w / total, seg_w / total
+
+        # knots: every atom and segment end; the continuous CDF is linear between knots
+        knots = np.unique(np.concatenate([atoms, low, high]))
+        density_change = np.zeros(knots.size)
+        np.add.at(density_change, np.searchsorted(knots, low), seg_w / (high - low))
+        np.add.at(density_change, np.searchsorted(knots, high), -seg_w / (high - low))
+        density = np.cumsum(density_change)[:-1]  # on (knots[k], knots[k+1])
+        piece_mass = np.clip(density, 0.0, None) * np.diff(knots)
+        mass_at = np.zeros(knots.size)
+        np.add.at(mass_at, np.searchsorted(knots, atoms), atom_w)
+        # tails from the top keep small probabilities precise
+        # above_plus[k] = P(X > x_k); above_minus[k] = P(X >= x_k)
+        above_plus = np.concatenate([np.cumsum((piece_mass + mass_at[1:])[::-1])[::-1], [0.0]])
+        above_minus = above_plus + mass_at
+        scale = above_minus[0]
+        self.knots = knots
+        self._piece_mass = piece_mass / scale
+        self._above_plus = above_plus / scale
+        self._above_minus = np.minimum(above_minus / scale, 1.0)
+        self._rising = -self._above_plus
+        self.lower, self.upper = float(knots[0]), float(knots[-1])
+        self._mean = float(np.dot(mass_at, knots) / scale
+                           + np.dot(self._piece_mass, 0.5 * (knots[1:] + knots[:-1])))
+
+    @property
+    def params(self) -> dict:
+        return {"knots": int(self.knots.size), "low": self.lower, "high": self.upper}
+
+    def sf(self, x):
+        x = np.asarray(x, dtype=float)
+        k = np.searchsorted(self.knots, x, "right") - 1  # knots[k] <= x < knots[k+1]
+        inside = (k >= 0) & (k < self.knots.size - 1)
+        kk = np.clip(k, 0, self.knots.size - 2)
+        frac = (x - self.knots[kk]) / (self.knots[kk + 1] - self.knots[kk])
+        linear = self._above_plus[kk] - frac * self._piece_mass[kk]
+        at_top = k >= self.knots.size - 1
+        return np.where(k < 0, 1.0, np.where(at_top, 0.0, np.where(inside, linear, 0.0)))
+
+    def cdf(self, x):
+        return 1.0 - self.sf(x)
+
+    def isf(self, q):
+        q = check_probability("q", q)
+        # first knot whose upper tail is <= q
+        k = np.minimum(np.searchsorted(self._rising, -q, "left"), self.knots.size - 1)
+        on_knot = (q < self._above_minus[k]) | (k == 0)  # inside the jump at knots[k]
+        prev = np.maximum(k - 1, 0)
+        mass = self._piece_mass[np.minimum(prev, self._piece_mass.size - 1)] \
+            if self._piece_mass.size else np.zeros_like(q)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            frac = np.where(mass > 0, (self._above_plus[prev] - q) / mass, 1.0)
+        inner = self.knots[prev] + np.clip(frac, 0, 1) * (self.knots[k] - self.knots[prev])
+        return np.where(on_knot, self.knots[k], inner)
+
+    def mean(self) -> float:
+        return self._mean
+
+    def sample(self, size, rng: RngLike = None):
+        return self.isf(as_generator(rng).random(size))
+
+    def _exact_max_mean(self, n: int) -> float:
+        """∫(1 − F^n) in closed form on every linear piece (F jumps at the atoms).
+
+        On a piece where F rises linearly from a to b, ∫F^n = Δx·(b^{n+1} − a^{n+1}) /
+        ((n + 1)(b − a)), evaluated as b^{n+1}·(1 − (a/b)^{n+1}) with log(a/b) =
+        log1p(−p/b), p = b − a the piece's mass, to stay precise for huge n.
+        """
+        widths = np.diff(self.knots)
+        a_tail = self._above_plus[:-1]  # 1 − a
+        b_tail = self._above_minus[1:]  # 1 − b
+        p = self._piece_mass
+        b = 1.0 - b_tail
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_b = np.log1p(-b_tail)
+            b_power = np.exp((n + 1) * log_b)
+            ratio = np.log1p(-np.where(b > 0, p / b, 1.0))
+            rising = b_power * -np.expm1((n + 1) * ratio) / ((n + 1) * p)
+            flat = np.exp(n * np.log1p(-a_tail))
+        integral_of_power = np.where(p > 1e-300, rising, flat)
+        integral_of_power = np.where(b > 0, integral_of_power, 0.0)
+        return float(self.lower + np.dot(widths, 1.0 - integral_of_power))

@@ -1,0 +1,268 @@
+"""Trace-driven simulation: jitSim's worked examples, kernel against reference, cross-method."""
+
+import math
+
+import numba
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+import jitterlab as jl
+from jitterlab.simulate import draw_offsets
+from jitterlab.testing import simulate_reference, walk
+
+# jitSim Fig. 2 (De & Mann 2010): rows of (jitter duration, cycles to next jitter)
+FIG2_JITTER = [10, 5, 25, 5, 15, 20, 10, 60, 5, 10]
+FIG2_GAP = [50, 30, 20, 10, 100, 300, 20, 60, 20, 70]
+# jitSim Fig. 4: a co-scheduler trace with a 500-cycle window
+FIG4_JITTER = [10, 5, 5, 5, 70, 15, 5, 10, 10, 10, 60, 30]
+FIG4_GAP = [50, 50, 5, 280, 10, 5, 90, 10, 145, 130, 4, 6]
+
+
+def fig2_trace():
+    # cycles used directly as time units, so the figure's numbers come out exactly
+    return jl.Trace(jitter=FIG2_JITTER, gap=FIG2_GAP, source="jitSim Fig. 2")
+
+
+def test_fig2_two_nodes_finish_at_130_and_165():
+    ds = jl.simulate(fig2_trace(), n_tasks=2, work=100, start=[0, 6], detail=True)
+    np.testing.assert_array_equal(ds["compute_time"].isel(phase=0).values, [130, 165])
+    assert float(ds["phase_time"][0]) == 165
+
+
+def test_fig3_node1_waits_35_and_resumes_in_the_right_place():
+    ds = jl.simulate(fig2_trace(), n_tasks=2, work=100, phases=2, start=[0, 6], detail=True)
+    np.testing.assert_array_equal(ds["wait_time"].isel(phase=0).values, [35, 0])
+    # node 1 ended at 10 + 130 = 140 and waited 35 (jitter 5, gap 10, jitter 15, 5 of
+    # gap 100): it resumes 5 cycles into row 4's gap, so its second phase uses 95 of
+    # that gap, the jitter of 20 and 5 of the next gap: 120 cycles
+    assert float(ds["compute_time"].isel(phase=1, task=0)) == 120
+    # node 2 did not wait: it goes on from where its first phase ended
+    jitter, gap = np.array(FIG2_JITTER, float), np.array(FIG2_GAP, float)
+    resume = float(np.sum(jitter[:6] + gap[:6]) + jitter[6]) + 165
+    expected = walk(jitter, gap, resume, 100) - resume
+    assert float(ds["compute_time"].isel(phase=1, task=1)) == expected
+
+
+def test_fig4_coscheduled_starts_are_window_starts():
+    trace = jl.Trace(jitter=FIG4_JITTER, gap=FIG4_GAP, window=500)
+    offsets = draw_offsets(trace, 1000, "coscheduled", rng=1)
+    assert set(np.unique(offsets)) <= {0.0, 500.0}
+    ds = jl.simulate(trace, n_tasks=2, work=200, start="coscheduled", rng=3, detail=True)
+    ref = simulate_reference(trace, 2, 200, start="coscheduled", rng=3, detail=True)
+    np.testing.assert_allclose(ds["compute_time"].values, ref["compute_time"].values)
+    with pytest.raises(ValueError, match="window"):
+        jl.simulate(jl.Trace(jitter=FIG4_JITTER, gap=FIG4_GAP), n_tasks=2, work=200,
+                    start="coscheduled")
+
+
+def test_fig4_tasks_in_the_same_window_never_wait():
+    trace = jl.Trace(jitter=FIG4_JITTER, gap=FIG4_GAP, window=1020)  # one window only
+    ds = jl.simulate(trace, n_tasks=50, work=300, phases=3, start="coscheduled", rng=2,
+                     detail=True)
+    assert np.all(ds["wait_time"].values == 0)
+
+
+def test_fig6_seven_task_tree_without_jitter():
+    # reduce: leaves send (s) + L, two receives (2r), send (s) + L, root receives (2r);
+    # broadcast along the last child: 2s + L + r, then 2s + L + r to the last leaf
+    w, s, r, lat = 1000.0, 1.0, 1.5, 5.0
+    quiet = jl.Trace(jitter=[0.0], gap=[10_000.0])
+    ds = jl.simulate(quiet, n_tasks=7, work=w, barrier=jl.TreeBarrier(send=s, recv=r,
+                                                                      latency=lat))
+    assert float(ds["phase_time"][0]) == pytest.approx(w + 6 * s + 4 * lat + 6 * r)
+    assert float(ds["slowdown"]) == pytest.approx(0.0)
+
+
+def test_fig6_jitter_during_a_message_delays_the_barrier():
+    # one long jitter hits the root just after its compute: the receive is delayed
+    trace = jl.Trace(jitter=[0.0, 50.0], gap=[100.0, 10_000.0])
+    quiet = jl.simulate(jl.Trace(jitter=[0.0], gap=[10_150.0]), n_tasks=7, work=100,
+                        start=[0] * 7, barrier=jl.TreeBarrier(send=1, recv=1, latency=5))
+    hit = jl.simulate(trace, n_tasks=7, work=100, start=[0] * 7,
+                      barrier=jl.TreeBarrier(send=1, recv=1, latency=5))
+    assert float(hit["phase_time"][0]) == pytest.approx(float(quiet["phase_time"][0]) + 50)
+
+
+def test_loggopsim_noiseless_totals_are_reproduced():
+    # shared/reference/loggopsim/results.csv: 10 phases of 1 ms, L = 5 µs, o = 1 µs
+    quiet = jl.Trace(jitter=[0.0], gap=[30.0])
+    barrier = jl.TreeBarrier(send=1e-6, recv=1e-6, latency=5e-6)
+    for n, total in ((1023, 0.011359), (16383, 0.011963)):
+        ds = jl.simulate(quiet, n_tasks=n, work=1e-3, phases=10, barrier=barrier, rng=0)
+        assert float(ds["phase_time"].sum()) == pytest.approx(total, abs=5e-10)
+
+
+def random_trace(draw):
+    n_rows = draw(st.integers(1, 8))
+    jitter = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 3.0, 7.25]), min_size=n_rows,
+                           max_size=n_rows))
+    gap = draw(st.lists(st.sampled_from([0.0, 0.25, 2.0, 5.0, 11.5]), min_size=n_rows,
+                        max_size=n_rows))
+    if sum(gap) == 0:
+        gap[0] = 4.0
+    return jl.Trace(jitter=jitter, gap=gap, window=max(sum(jitter) + sum(gap), 1.0) / 2)
+
+
+@st.composite
+def cases(draw):
+    trace = random_trace(draw)
+    n_tasks = draw(st.integers(1, 16))
+    start = draw(st.sampled_from(["random", "synchronized", "rows"]))
+    if start == "rows":
+        start = draw(st.lists(st.integers(0, len(trace) - 1), min_size=n_tasks,
+                              max_size=n_tasks))
+    barrier = draw(st.one_of(
+        st.none(),
+        st.builds(jl.TreeBarrier, fanout=st.integers(2, 4),
+                  send=st.sampled_from([0.0, 0.5, 1.0]), recv=st.sampled_from([0.0, 0.75]),
+                  latency=st.sampled_from([0.0, 2.0]),
+                  cores_per_node=st.sampled_from([None, 2, 4]),
+                  intra_node_latency=st.sampled_from([None, 0.5]))))
+    work = draw(st.sampled_from([0.5, 3.0, 17.0, 60.0]))  # 60 wraps around small traces
+    return trace, n_tasks, work, draw(st.integers(1, 4)), start, barrier, draw(
+        st.integers(0, 2**31))
+
+
+@settings(max_examples=150, deadline=None)
+@given(case=cases())
+def test_kernel_equals_event_walking_reference(case):
+    trace, n_tasks, work, phases, start, barrier, seed = case
+    fast = jl.simulate(trace, n_tasks, work, phases=phases, start=start, barrier=barrier,
+                       rng=seed, detail=True)
+    slow = simulate_reference(trace, n_tasks, work, phases=phases, start=start,
+                              barrier=barrier, rng=seed, detail=True)
+    for name in ("phase_time", "compute_time", "wait_time"):
+        np.testing.assert_allclose(fast[name].values, slow[name].values, rtol=1e-9,
+                                   atol=1e-9, err_msg=name)
+    assert float(fast["slowdown"]) == pytest.approx(float(slow["slowdown"]), rel=1e-9,
+                                                    abs=1e-9)
+
+
+def test_synchronized_starts_never_wait():
+    trace = jl.Trace(jitter=[3.0, 1.0, 8.0], gap=[20.0, 7.0, 40.0])
+    ds = jl.simulate(trace, n_tasks=100, work=13.0, phases=5, start="synchronized", rng=4,
+                     detail=True)
+    assert np.all(ds["wait_time"].values == 0)
+
+
+def test_one_phase_is_distributed_as_max_of_n_of_from_trace():
+    # the first phase of N tasks with independent uniform starts is the maximum of N
+    # draws of from_trace(trace, w): a KS test on R replicates at level 1e-3 (the law
+    # has atoms, which only makes KS conservative)
+    rng = np.random.default_rng(5)
+    jitter = rng.pareto(1.8, 300) * 2e-6 + 1e-6
+    gap = rng.exponential(1e-3, 300)
+    trace = jl.Trace(jitter=jitter, gap=gap)
+    n, replicates, work = 16, 800, 300e-6
+    ds = jl.simulate(trace, n_tasks=n * replicates, work=work, rng=6, detail=True)
+    maxima = ds["compute_time"].isel(phase=0).values.reshape(replicates, n).max(axis=1)
+    law = jl.noise.from_trace(trace, work)
+    assert stats.kstest(maxima, lambda x: law.cdf(x) ** n).pvalue > 1e-3
+    exact = float(jl.max_of_n(law, n=n, quantiles=[0.5])["mean"][0])
+    se = maxima.std(ddof=1) / math.sqrt(replicates)
+    assert abs(maxima.mean() - exact) < 4.5 * se
+
+
+def test_tree_barrier_theta_lies_inside_theorem1_bounds():
+    # no jitter during messages (send = recv = 0): θ of the first phase lies between
+    # the slowest compute and that plus 2τ·depth (Garg & De, Lemma 1)
+    rng = np.random.default_rng(8)
+    trace = jl.Trace(jitter=rng.exponential(20e-6, 500), gap=rng.exponential(2e-3, 500))
+    tau = 5e-6
+    for n in (7, 31, 100, 1023):
+        ds = jl.simulate(trace, n_tasks=n, work=1e-3, barrier=jl.TreeBarrier(latency=tau),
+                         rng=n, detail=True)
+        slowest = float(ds["compute_time"].isel(phase=0).max())
+        theta = float(ds["phase_time"][0])
+        depth = int(jl.tree_depth(n))
+        assert slowest - 1e-15 <= theta <= slowest + 2 * tau * depth + 1e-15
+
+
+def test_from_trace_matches_an_event_walk():
+    jitter, gap = np.array([2.0, 5.0, 0.0, 1.0]), np.array([3.0, 7.0, 4.0, 0.0])
+    trace = jl.Trace(jitter=jitter, gap=gap)
+    period = jitter.sum() + gap.sum()
+    for work in (0.5, 3.0, 10.0, 14.0, 41.0):
+        law = jl.noise.from_trace(trace, work)
+        starts = (np.arange(40_000) + 0.5) / 40_000 * period  # midpoint rule in x
+        took = np.array([walk(jitter, gap, x, work) - x for x in starts])
+        # midpoint error: each discontinuity costs at most one grid cell
+        assert law.mean() == pytest.approx(took.mean(), abs=period * 20 / 40_000)
+        points = law.knots[:-1] + 0.37 * np.diff(law.knots)
+        observed = np.searchsorted(np.sort(took), points, "right") / took.size
+        np.testing.assert_allclose(observed, law.cdf(points), atol=20 / 40_000)
+
+
+def test_from_trace_simple_closed_form():
+    # 1 µs detour every 100 µs, 50 µs of work: w + 1 µs with probability 50/100,
+    # plus the wait-out when starting inside the detour
+    law = jl.noise.from_trace(jl.Trace(jitter=[1e-6], gap=[99e-6]), work=50e-6)
+    assert law.mean() == pytest.approx(0.99 * (50e-6 + 50 / 99 * 1e-6) + 0.01 * 50.5e-6)
+    assert law.lower == pytest.approx(50e-6) and law.upper == pytest.approx(51e-6)
+
+
+def test_sequence_of_task_counts_shares_the_first_tasks():
+    trace = jl.Trace(jitter=[3.0, 1.0, 8.0], gap=[20.0, 7.0, 40.0])
+    many = jl.simulate(trace, n_tasks=[1, 10, 100], work=13.0, phases=3, rng=11)
+    assert many["phase_time"].dims == ("n_tasks", "phase")
+    one = jl.simulate(trace, n_tasks=10, work=13.0, phases=3, rng=11)
+    np.testing.assert_array_equal(many["phase_time"].sel(n_tasks=10).values,
+                                  one["phase_time"].values)
+    assert np.all(np.diff(many["slowdown"].values) >= 0)
+
+
+def test_results_do_not_depend_on_threads_and_repeat_from_rng():
+    rng = np.random.default_rng(1)
+    trace = jl.Trace(jitter=rng.exponential(1e-5, 1000), gap=rng.exponential(1e-3, 1000))
+    kwargs = dict(n_tasks=5000, work=1e-3, phases=4, rng=3)
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = jl.simulate(trace, **kwargs)
+        one_tree = jl.simulate(trace, barrier=jl.TreeBarrier(send=1e-6, latency=5e-6),
+                               **kwargs)
+    finally:
+        numba.set_num_threads(before)
+    many = jl.simulate(trace, **kwargs)
+    many_tree = jl.simulate(trace, barrier=jl.TreeBarrier(send=1e-6, latency=5e-6), **kwargs)
+    np.testing.assert_array_equal(one["phase_time"].values, many["phase_time"].values)
+    np.testing.assert_array_equal(one_tree["phase_time"].values,
+                                  many_tree["phase_time"].values)
+    assert one.attrs["seed"] == 3
+
+
+def test_coverage_and_slowdown():
+    trace = jl.Trace(jitter=[0.0], gap=[100.0])
+    ds = jl.simulate(trace, n_tasks=4, work=10.0, phases=5, rng=1)
+    assert float(ds["slowdown"]) == 0.0
+    assert float(ds["coverage"]) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"n_tasks": 0}, "n_tasks"),
+    ({"n_tasks": 2.5}, "n_tasks"),
+    ({"work": 0.0}, "work"),
+    ({"phases": 0}, "phases"),
+    ({"start": "chaotic"}, "start"),
+    ({"start": [0, 1]}, "start rows"),
+    ({"start": [0, 1, 99]}, "start rows"),
+    ({"barrier": "tree"}, "barrier"),
+    ({"n_tasks": [2, 3], "detail": True}, "detail"),
+])
+def test_bad_arguments_raise(kwargs, message):
+    arguments = {"n_tasks": 3, "work": 1.0, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        jl.simulate(jl.Trace(jitter=[1.0, 2.0], gap=[3.0, 4.0]), **arguments)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"fanout": 1}, "fanout"), ({"fanout": 64}, "fanout"), ({"send": -1.0}, "send"),
+    ({"latency": float("nan")}, "latency"), ({"cores_per_node": 0}, "cores_per_node"),
+    ({"intra_node_latency": -1.0}, "intra_node_latency"),
+])
+def test_bad_tree_barrier_raises(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        jl.TreeBarrier(**kwargs)
