@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import xarray as xr
+from scipy import special
 
 from ._random import RngLike, as_generator
 from .maxofn import DEFAULT_QUANTILES, _as_models, _as_n, exact_max_mean, max_of_n
@@ -181,7 +182,9 @@ class BarrierTime(NoiseModel):
     the slowest.
     """
 
-    _nodes, _weights = np.polynomial.legendre.leggauss(400)
+    # E[g(X)] = ∫_0^∞ g(isf(e^{−y})) e^{−y} dy by Gauss-Laguerre: the nodes reach
+    # upper-tail levels e^{−y} far below 1/N, where the barrier time's law is decided
+    _nodes, _weights = special.roots_laguerre(300)
 
     def __init__(self, dist: NoiseModel, n: int, latency: float = 0.0):
         self.dist = _as_models(dist)[0]
@@ -199,8 +202,7 @@ class BarrierTime(NoiseModel):
         atoms = self.dist.atoms
         if atoms is not None:
             return atoms, np.diff(self.dist.cdf(atoms), prepend=0.0)
-        u = 0.5 * (self._nodes + 1.0)
-        return self.dist.ppf(u), 0.5 * self._weights
+        return self.dist.isf(np.exp(-self._nodes)), self._weights
 
     def cdf(self, t):
         t = np.asarray(t, dtype=float) - self.latency

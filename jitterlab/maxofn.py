@@ -104,10 +104,15 @@ def exact_max_quantile(models: Sequence[NoiseModel], counts, q) -> np.ndarray:
     return _max_isf(models, counts, 1.0 - np.asarray(q, dtype=float))
 
 
-def exact_max_mean(models: Sequence[NoiseModel], counts) -> float:
-    """E[max over processes] = L + ∫_L^∞ (1 − G(x)) dx, L the largest lower end. [s]"""
+def exact_max_mean(models: Sequence[NoiseModel], counts, closed_form: bool = True) -> float:
+    """E[max over processes] = L + ∫_L^∞ (1 − G(x)) dx, L the largest lower end. [s]
+
+    With ``closed_form`` (default) a single law uses its own formula when it has one
+    (exponential, Pareto, uniform, empirical, histogram, piecewise); otherwise, and
+    for several laws, the integral is evaluated numerically.
+    """
     active = [(m, int(c)) for m, c in zip(models, counts, strict=True) if c > 0]
-    if len(active) == 1:
+    if len(active) == 1 and closed_form:
         closed = active[0][0]._exact_max_mean(active[0][1])
         if closed is not None:
             return closed

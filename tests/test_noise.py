@@ -214,6 +214,13 @@ def test_periodic_matches_a_walk_through_the_ticks(work):
     assert model.upper <= (math.ceil(work / (period - duration)) + 1) * duration + 1e-18
 
 
+def test_periodic_upper_end_when_work_fills_whole_periods():
+    # w = 2·(period − duration): always exactly 2 detours from a compute start
+    tick = Periodic(period=4e-3, duration=1e-3, work=6e-3)
+    assert tick.upper == pytest.approx(2e-3)
+    assert tick.isf(0.0) == pytest.approx(2e-3)
+
+
 def test_periodic_with_work():
     tick = Periodic(period=4e-3, duration=2.5e-6, work=1e-3)
     longer = tick.with_work(2e-3)

@@ -60,6 +60,14 @@ class Discrete(NoiseModel):
 
     def __init__(self, values, weights=None):
         values = _as_times("values", values)
+        if weights is not None:
+            weights = np.asarray(weights, dtype=float).ravel()
+            if weights.shape != values.shape:
+                raise ValueError(f"weights must have one value per point ({values.size}), "
+                                 f"got {weights.size}")
+            if np.any(~np.isfinite(weights)) or np.any(weights < 0) or weights.sum() <= 0:
+                raise ValueError("weights must be finite, non-negative and not all zero")
+            values, weights = values[weights > 0], weights[weights > 0]  # no empty points
         order = np.argsort(values, kind="stable")
         self.values = values[order]
         n = self.values.size
@@ -68,11 +76,6 @@ class Discrete(NoiseModel):
             self._head = np.arange(n + 1, dtype=float) / n
             self._tail = np.arange(n, -1, -1, dtype=float) / n
         else:
-            weights = np.asarray(weights, dtype=float).ravel()
-            if weights.shape != values.shape:
-                raise ValueError(f"weights must have one value per point ({n}), got {weights.size}")
-            if np.any(~np.isfinite(weights)) or np.any(weights < 0) or weights.sum() <= 0:
-                raise ValueError("weights must be finite, non-negative and not all zero")
             probs = weights[order] / weights.sum()
             self._head = np.concatenate([[0.0], np.cumsum(probs)])
             self._tail = np.concatenate([np.cumsum(probs[::-1])[::-1], [0.0]])

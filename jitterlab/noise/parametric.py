@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from .._random import RngLike, as_generator
 from ._base import NoiseModel, check_positive, check_probability
@@ -65,6 +65,10 @@ class Exponential(_ScipyModel):
     def params(self) -> dict:
         return {"mean": self._mean}
 
+    def _exact_max_mean(self, n: int) -> float:
+        # mean·H_N with the harmonic number H_N = ψ(N + 1) + γ
+        return self._mean * float(special.digamma(n + 1.0) + np.euler_gamma)
+
 
 
 class Pareto(_ScipyModel):
@@ -95,6 +99,13 @@ class Pareto(_ScipyModel):
     def mean(self) -> float:
         return self.alpha * self.scale / (self.alpha - 1) if self.alpha > 1 else math.inf
 
+    def _exact_max_mean(self, n: int) -> float:
+        if self.alpha <= 1:
+            return math.inf
+        a = 1.0 / self.alpha
+        # Γ(N+1)/Γ(N+1−a) as a Pochhammer symbol: no cancellation of two huge log-gammas
+        return self.scale * float(special.poch(n + 1.0 - a, a) * special.gamma(1.0 - a))
+
 
 
 class Uniform(_ScipyModel):
@@ -119,4 +130,7 @@ class Uniform(_ScipyModel):
     @property
     def params(self) -> dict:
         return {"low": self.low, "high": self.high}
+
+    def _exact_max_mean(self, n: int) -> float:
+        return self.low + (self.high - self.low) * n / (n + 1.0)
 

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import math
 
-from ._base import Mixture, NoiseModel, check_positive
-from .discrete import Discrete
-from .parametric import Uniform
+from ._base import NoiseModel, check_positive
+from .piecewise import Piecewise
 
 __all__ = ["Periodic"]
 
 
-class Periodic(Mixture):
+class Periodic(Piecewise):
     """The noise δ met by ``work`` of compute that starts at a uniformly random phase
-    of a source that steals ``duration`` every ``period``.
+    of a source that steals ``duration`` every ``period`` (point masses plus one
+    uniform piece, see :class:`Piecewise`).
 
     Parameters
     ----------
@@ -59,11 +59,13 @@ class Periodic(Mixture):
         d = self.duration
         compute = self.period - d
         m, f = divmod(self.work / compute, 1.0)
-        in_compute = Discrete([m * d, (m + 1) * d], [1.0 - f, f])
         # starting inside a detour: wait out U(0, d], then ceil(w/c) - 1 more detours
         later = max(math.ceil(self.work / compute) - 1, 0) * d
-        in_detour = Uniform(low=later, high=later + d)
-        super().__init__([in_compute, in_detour], [compute / self.period, d / self.period])
+        in_compute = compute / self.period
+        super().__init__(atom_values=[m * d, (m + 1) * d],
+                         atom_weights=[in_compute * (1.0 - f), in_compute * f],
+                         segment_low=[later], segment_high=[later + d],
+                         segment_weights=[d / self.period])
 
     @property
     def params(self) -> dict:

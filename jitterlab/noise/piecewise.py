@@ -49,6 +49,8 @@ class Piecewise(NoiseModel):
                 raise ValueError(f"{name} must be finite and non-negative")
         if np.any(high <= low):
             raise ValueError("every segment needs segment_high > segment_low")
+        atoms, atom_w = atoms[atom_w > 0], atom_w[atom_w > 0]  # empty parts add no knots
+        low, high, seg_w = low[seg_w > 0], high[seg_w > 0], seg_w[seg_w > 0]
         total = atom_w.sum() + seg_w.sum()
         if not total > 0:
             raise ValueError("the weights must not all be zero")
