@@ -14,6 +14,10 @@ import math
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 __all__ = ["advance", "run_without_barrier", "run_tree_barrier", "pack_trace"]
 
@@ -27,6 +31,32 @@ def pack_trace(starts, computed, jitter) -> np.ndarray:
     table = np.zeros((jitter.size + 1, 3))
     table[:, _START], table[:, _COMPUTED], table[:-1, _JITTER] = starts, computed, jitter
     return table
+
+
+@intrinsic
+def _prefetch_row(typingctx, table, row):
+    """Ask the CPU to start loading trace row ``row`` into cache (llvm.prefetch)."""
+    signature = types.void(table, row)
+
+    def codegen(context, builder, sig, args):
+        array_type = sig.args[0]
+        array = context.make_array(array_type)(context, builder, args[0])
+        zero = context.get_constant(types.intp, 0)
+        pointer = cgutils.get_item_pointer(context, builder, array_type, array,
+                                           [args[1], zero], wraparound=False)
+        byte_pointer = ir.IntType(8).as_pointer()
+        int32 = ir.IntType(32)
+        function = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [byte_pointer, int32, int32, int32]),
+            "llvm.prefetch.p0i8")
+        builder.call(function, [builder.bitcast(pointer, byte_pointer), ir.Constant(int32, 0),
+                                ir.Constant(int32, 3), ir.Constant(int32, 1)])
+        return context.get_dummy_value()
+
+    return signature, codegen
+
+
+_PREFETCH_AHEAD = 8  # tasks ahead whose trace rows are requested early
 
 
 @numba.njit(cache=True, inline="always")
@@ -203,6 +233,8 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
     for phase in range(phases):
         for level in range(n_levels - 1, -1, -1):
             for task in numba.prange(level_bounds[level], level_bounds[level + 1]):
+                if task + _PREFETCH_AHEAD < level_bounds[level + 1]:
+                    _prefetch_row(table, hint[task + _PREFETCH_AHEAD])
                 origin = offsets[task]
                 h = hint[task]
                 finish, _, h = advance(table, origin + end[task], work, h,
@@ -234,6 +266,8 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
                 hint[task] = h
         for level in range(n_levels):
             for task in numba.prange(level_bounds[level], level_bounds[level + 1]):
+                if task + _PREFETCH_AHEAD < level_bounds[level + 1]:
+                    _prefetch_row(table, hint[task + _PREFETCH_AHEAD])
                 origin = offsets[task]
                 h = hint[task]
                 now = ready[task]
