@@ -1,19 +1,27 @@
 """jitterlab: how much does operating-system noise slow a parallel program at N processes?
 
 Three methods side by side: distribution-based max-of-N (:func:`max_of_n`), the
-Theorem 1 bounds of Garg & De (:func:`theorem1_bounds`), and trace-driven simulation.
+Theorem 1 bounds of Garg & De (:func:`theorem1_bounds`), and trace-driven simulation
+of jitter traces (:class:`Trace`, :func:`simulate`).
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import noise
+from . import io, noise, synthetic
 from .bounds import arrival_offsets, barrier_time, theorem1_bounds, tree_depth
+from .io import read_trace
 from .maxofn import max_of_n
+from .simulate import TreeBarrier, simulate
+from .synthetic import coscheduled_trace, synthetic_trace
+from .trace import Trace
 
 try:
     __version__ = version("jitterlab")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0+unknown"
 
-__all__ = ["noise", "max_of_n", "theorem1_bounds", "tree_depth", "arrival_offsets",
-           "barrier_time", "__version__"]
+__all__ = [
+    "noise", "max_of_n", "theorem1_bounds", "tree_depth", "arrival_offsets", "barrier_time",
+    "Trace", "read_trace", "synthetic_trace", "coscheduled_trace", "simulate", "TreeBarrier",
+    "io", "synthetic", "__version__",
+]
