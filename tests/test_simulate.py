@@ -1,6 +1,7 @@
 """Trace-driven simulation: jitSim's worked examples, kernel against reference, cross-method."""
 
 import math
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -12,6 +13,8 @@ from scipy import stats
 import jitterlab as jl
 from jitterlab.simulate import draw_offsets
 from jitterlab.testing import simulate_reference, walk
+
+DATA = Path(__file__).parent / "data"
 
 # jitSim Fig. 2 (De & Mann 2010): rows of (jitter duration, cycles to next jitter)
 FIG2_JITTER = [10, 5, 25, 5, 15, 20, 10, 60, 5, 10]
@@ -266,3 +269,21 @@ def test_bad_arguments_raise(kwargs, message):
 def test_bad_tree_barrier_raises(kwargs, message):
     with pytest.raises(ValueError, match=message):
         jl.TreeBarrier(**kwargs)
+
+
+def test_slowdowns_agree_with_loggopsim_on_its_noise_trace():
+    # shared/reference/loggopsim: LogGOPSim replayed devref.trc (8 runs with random
+    # start offsets) under a binary-tree reduce + broadcast; compare the mean total
+    # time over 8 of our runs with theirs within three standard errors of the difference
+    import pandas as pd
+
+    results = pd.read_csv(DATA / "loggopsim_results.csv")
+    trace = jl.read_trace(DATA / "devref.trc.gz")
+    barrier = jl.TreeBarrier(send=1e-6, recv=1e-6, latency=5e-6)
+    for n in (1023, 16383):
+        theirs = results[(results.n_ranks == n) & (results.noise != "none")].total_time_s
+        ours = np.array([float(jl.simulate(trace, n_tasks=n, work=1e-3, phases=10,
+                                           barrier=barrier, rng=seed)["phase_time"].sum())
+                         for seed in range(8)])
+        se = math.sqrt(ours.var(ddof=1) / ours.size + theirs.var(ddof=1) / theirs.size)
+        assert abs(ours.mean() - theirs.mean()) < 3 * se
