@@ -23,13 +23,14 @@ import numba
 import numpy as np
 
 import jitterlab as jl
-from jitterlab.testing import simulate_reference
+from jitterlab.testing import simulate_reference, walk_from_row
+
+_walk_from_row = numba.njit(walk_from_row)
 
 
-@numba.njit(cache=True)
+@numba.njit
 def _walk_phases(jitter, gap, offsets, work, phases):
     """Compiled jitSim walk: binary search for the start row, then row after row."""
-    n_rows = jitter.size
     period = jitter.sum() + gap.sum()
     row_starts = np.concatenate((np.zeros(1), np.cumsum(jitter + gap)))
     elapsed = 0.0
@@ -39,23 +40,8 @@ def _walk_phases(jitter, gap, offsets, work, phases):
             x = x0 + elapsed
             cycle = np.floor(x / period)
             row = np.searchsorted(row_starts, x - cycle * period, side="right") - 1
-            row_start = cycle * period + row_starts[row]
-            now, need = x, work
-            while True:
-                jitter_end = row_start + jitter[row]
-                gap_end = jitter_end + gap[row]
-                if now < jitter_end:
-                    now = jitter_end
-                if gap_end - now >= need:
-                    now += need
-                    break
-                need -= gap_end - now
-                now = gap_end
-                row_start = gap_end
-                row += 1
-                if row == n_rows:
-                    row = 0
-            theta = max(theta, now - x)
+            finish = _walk_from_row(jitter, gap, row, cycle * period + row_starts[row], x, work)
+            theta = max(theta, finish - x)
         elapsed += theta
     return elapsed
 

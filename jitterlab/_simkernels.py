@@ -60,44 +60,21 @@ _PREFETCH_AHEAD = 8  # tasks ahead whose trace rows are requested early
 
 
 @numba.njit(cache=True, inline="always")
-def _last_at_most(table, col, value, hint, top):
-    """Largest i in [0, top] with table[i, col] <= value (needs table[0, col] <= value).
-
-    Gallops from ``hint``: cheap when the answer is near it.
-    """
-    i = hint if 0 <= hint <= top else 0
-    if table[i, col] <= value:
-        lo, step, hi = i, 1, i + 1
-        while hi <= top and table[hi, col] <= value:
-            lo = hi
-            step *= 2
-            hi = lo + step
-        if hi > top:
-            hi = top + 1
-    else:
-        hi, step, lo = i, 1, i - 1
-        while lo > 0 and table[lo, col] > value:
-            hi = lo
-            step *= 2
-            lo = hi - step
-        if lo < 0:
-            lo = 0
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if table[mid, col] <= value:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+def _precedes(a, b, strict):
+    return a < b if strict else a <= b
 
 
 @numba.njit(cache=True, inline="always")
-def _last_below(table, col, value, hint, top):
-    """Largest i in [0, top] with table[i, col] < value (needs table[0, col] < value)."""
+def _last_before(table, col, value, hint, top, strict):
+    """Largest i in [0, top] with table[i, col] <= value (< value if ``strict``).
+
+    Needs the condition to hold at i = 0. Gallops from ``hint``: cheap when the
+    answer is near it.
+    """
     i = hint if 0 <= hint <= top else 0
-    if table[i, col] < value:
+    if _precedes(table[i, col], value, strict):
         lo, step, hi = i, 1, i + 1
-        while hi <= top and table[hi, col] < value:
+        while hi <= top and _precedes(table[hi, col], value, strict):
             lo = hi
             step *= 2
             hi = lo + step
@@ -105,7 +82,7 @@ def _last_below(table, col, value, hint, top):
             hi = top + 1
     else:
         hi, step, lo = i, 1, i - 1
-        while lo > 0 and table[lo, col] >= value:
+        while lo > 0 and not _precedes(table[lo, col], value, strict):
             hi = lo
             step *= 2
             lo = hi - step
@@ -113,7 +90,7 @@ def _last_below(table, col, value, hint, top):
             lo = 0
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if table[mid, col] < value:
+        if _precedes(table[mid, col], value, strict):
             lo = mid
         else:
             hi = mid
@@ -140,7 +117,7 @@ def advance(table, x, cpu, hint, finish_hint):
     elif offset < 0.0:
         offset += period
         cycle -= 1
-    row = _last_at_most(table, _START, offset, hint, n_rows - 1)
+    row = _last_before(table, _START, offset, hint, n_rows - 1, False)
     if cpu <= 0.0:
         return x, row, row
     done_here = offset - table[row, _START] - table[row, _JITTER]
@@ -154,7 +131,7 @@ def advance(table, x, cpu, hint, finish_hint):
     elif rest > total_gap:
         rest -= total_gap
         extra += 1.0
-    finish_row = _last_below(table, _COMPUTED, rest, finish_hint, n_rows - 1)
+    finish_row = _last_before(table, _COMPUTED, rest, finish_hint, n_rows - 1, True)
     finish = ((cycle + extra) * period + table[finish_row, _START]
               + table[finish_row, _JITTER] + (rest - table[finish_row, _COMPUTED]))
     return finish, row, finish_row

@@ -7,7 +7,7 @@ import xarray as xr
 
 from .simulate import TreeBarrier, draw_offsets
 
-__all__ = ["simulate_reference", "walk"]
+__all__ = ["simulate_reference", "walk", "walk_from_row"]
 
 
 def walk(jitter, gap, x: float, cpu: float) -> float:
@@ -19,15 +19,20 @@ def walk(jitter, gap, x: float, cpu: float) -> float:
     if cpu <= 0:
         return x
     period = float(np.sum(jitter) + np.sum(gap))
-    cycle = np.floor(x / period)
-    row_start = cycle * period
+    row_start = np.floor(x / period) * period
     row = 0
-    # find the row holding x
-    while row_start + jitter[row] + gap[row] <= x:
+    while row_start + jitter[row] + gap[row] <= x:  # find the row holding x
         row_start += jitter[row] + gap[row]
         row += 1
-        if row == len(jitter):
-            row = 0
+    return walk_from_row(jitter, gap, row, row_start, x, cpu)
+
+
+def walk_from_row(jitter, gap, row: int, row_start: float, x: float, cpu: float) -> float:
+    """The event walk of :func:`walk` from time x in ``row``, which starts at ``row_start``.
+
+    Plain loops over arrays only, so ``numba.njit(walk_from_row)`` compiles it (the
+    benchmark does, as its event-walking baseline).
+    """
     now, needed = x, cpu
     while True:
         jitter_end = row_start + jitter[row]
