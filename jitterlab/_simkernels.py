@@ -200,22 +200,26 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
     """
     n_tasks = offsets.size
     n_levels = level_bounds.size - 1
+    # per task: when it ends the phase (the broadcast reuses it for the time its
+    # parent's message was sent), when its reduce part is done, the trace row it is
+    # at, and how many rows its last compute spanned (to start the finish search)
     end = np.zeros(n_tasks)
+    up = np.empty(n_tasks)
     hint = np.zeros(n_tasks, dtype=np.int64)
-    ready = np.empty(n_tasks)
-    sent_up = np.empty(n_tasks)
-    sent_down = np.empty(n_tasks)
+    span = np.zeros(n_tasks, dtype=np.int64)
     phase_end = np.empty(phases)
     keep = compute_out.shape[0] > 0
     for phase in range(phases):
         for level in range(n_levels - 1, -1, -1):
             for task in numba.prange(level_bounds[level], level_bounds[level + 1]):
-                if task + _PREFETCH_AHEAD < level_bounds[level + 1]:
-                    _prefetch_row(table, hint[task + _PREFETCH_AHEAD])
+                ahead = task + _PREFETCH_AHEAD
+                if ahead < level_bounds[level + 1]:
+                    _prefetch_row(table, hint[ahead])
+                    _prefetch_row(table, min(hint[ahead] + span[ahead], table.shape[0] - 1))
                 origin = offsets[task]
-                h = hint[task]
-                finish, _, h = advance(table, origin + end[task], work, h,
-                                       h)
+                finish, row, h = advance(table, origin + end[task], work, hint[task],
+                                         hint[task] + span[task])
+                span[task] = max(h - row, 0)
                 now = finish - origin
                 if keep:
                     compute_out[phase, task] = now - end[task]
@@ -227,8 +231,8 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
                     for q in range(n_children):
                         if not (taken >> q) & 1:
                             child = first + q
-                            arrival = sent_up[child] + _hop_latency(child, task, latency,
-                                                                    intra_latency, node_size)
+                            arrival = up[child] + _hop_latency(child, task, latency,
+                                                               intra_latency, node_size)
                             if arrival < best:
                                 best, pick = arrival, q
                     taken |= 1 << pick
@@ -238,20 +242,20 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
                 if task > 0:
                     finish, _, h = advance(table, origin + now, send, h, h)
                     now = finish - origin
-                    sent_up[task] = now
-                ready[task] = now
+                up[task] = now
                 hint[task] = h
         for level in range(n_levels):
             for task in numba.prange(level_bounds[level], level_bounds[level + 1]):
-                if task + _PREFETCH_AHEAD < level_bounds[level + 1]:
-                    _prefetch_row(table, hint[task + _PREFETCH_AHEAD])
+                ahead = task + _PREFETCH_AHEAD
+                if ahead < level_bounds[level + 1]:
+                    _prefetch_row(table, hint[ahead])
                 origin = offsets[task]
                 h = hint[task]
-                now = ready[task]
+                now = up[task]
                 if task > 0:
                     parent = (task - 1) // fanout
-                    arrival = sent_down[task] + _hop_latency(task, parent, latency,
-                                                             intra_latency, node_size)
+                    arrival = end[task] + _hop_latency(task, parent, latency, intra_latency,
+                                                       node_size)
                     begin = now if now > arrival else arrival
                     finish, _, h = advance(table, origin + begin, recv, h, h)
                     now = finish - origin
@@ -259,7 +263,7 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
                 for child in range(first, min(first + fanout, n_tasks)):
                     finish, _, h = advance(table, origin + now, send, h, h)
                     now = finish - origin
-                    sent_down[child] = now
+                    end[child] = now  # the child reads it as its parent's send time
                 end[task] = now
                 hint[task] = h
                 if keep:
