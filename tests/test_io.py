@@ -237,7 +237,7 @@ def test_plain_csv_defaults_to_seconds(tmp_path):
 # format selection
 # --------------------------------------------------------------------------------------
 def test_registry():
-    assert set(FORMATS) == {"jitterlab", "jitsim", "loggopsim"}
+    assert set(FORMATS) == {"jitterlab", "jitsim", "loggopsim", "sysjitter", "ftq", "fwq"}
     assert set(EXTENSIONS.values()) <= set(FORMATS)
 
 
@@ -246,8 +246,8 @@ def test_unknown_extension_and_format(tmp_path):
     path.write_text("1\t2\n")
     with pytest.raises(ValueError, match=r"trace.dat.*'jitterlab'.*'jitsim'.*'loggopsim'"):
         read_trace(path)
-    with pytest.raises(ValueError, match="unknown trace format 'ftq'"):
-        read_trace(path, format="ftq")
+    with pytest.raises(ValueError, match="unknown trace format 'netgauge'"):
+        read_trace(path, format="netgauge")
     assert read_trace(str(path), format="loggopsim").n_events == 1
 
 

@@ -5,7 +5,16 @@
 * ``"jitsim"`` — :mod:`jitterlab.io.jitsim`: jitSim's two-column table (``.jitsim``,
   ``.tsv``);
 * ``"loggopsim"`` — :mod:`jitterlab.io.loggopsim`: LogGOPSim/netgauge noise traces,
-  absolute nanoseconds (``.trc``).
+  absolute nanoseconds (``.trc``);
+* ``"sysjitter"`` — :mod:`jitterlab.io.sysjitter`: sysjitter raw files
+  (``PREFIX.<core>``; no extension of their own, so pass ``format="sysjitter"``).
+
+Measurements that are not traces have their own readers: the sysjitter summary
+(:func:`read_sysjitter_summary`, a pandas Series), FTQ output (:func:`read_ftq`, an
+:class:`~jitterlab.io.ftq.FTQMeasurement` with the noise per quantum) and FWQ output
+(:func:`read_fwq`, the empirical law of w + δ). ``read_trace`` with ``format="ftq"`` or
+``"fwq"``, or on a sysjitter summary, raises :class:`NotATraceError` naming the reader
+to use.
 
 Any of them may be gzip-compressed (``.gz`` appended); compression is recognised from
 the content. Writing goes through the :class:`~jitterlab.trace.Trace` methods
@@ -23,15 +32,22 @@ import importlib
 from pathlib import Path
 
 from ..trace import Trace
-from ._common import strip_gz
+from ._common import NotATraceError, strip_gz
+from .ftq import FTQMeasurement, read_ftq
+from .fwq import read_fwq
+from .sysjitter import read_summary as read_sysjitter_summary
 
-__all__ = ["read_trace", "FORMATS", "EXTENSIONS"]
+__all__ = ["read_trace", "FORMATS", "EXTENSIONS", "NotATraceError", "read_sysjitter_summary",
+           "read_ftq", "FTQMeasurement", "read_fwq"]
 
 #: format name -> module of this package that reads it
 FORMATS: dict[str, str] = {
     "jitterlab": "native",
     "jitsim": "jitsim",
     "loggopsim": "loggopsim",
+    "sysjitter": "sysjitter",
+    "ftq": "ftq",
+    "fwq": "fwq",
 }
 
 #: file extension (after removing ``.gz``) -> format name
@@ -59,13 +75,15 @@ def read_trace(path, format: str | None = None, **options) -> Trace:
     ----------
     path : str or path-like
         The file; gzip-compressed files are read transparently.
-    format : {"jitterlab", "jitsim", "loggopsim"}, optional
+    format : {"jitterlab", "jitsim", "loggopsim", "sysjitter", "ftq", "fwq"}, optional
         The file format; by default recognised from the extension (``.csv``,
         ``.parquet``, ``.nc`` → jitterlab; ``.jitsim``, ``.tsv`` → jitsim; ``.trc`` →
-        loggopsim; each optionally followed by ``.gz``).
+        loggopsim; each optionally followed by ``.gz``). "ftq" and "fwq" always raise
+        :class:`NotATraceError` (use :func:`read_ftq`, :func:`read_fwq`).
     **options
         Passed to the format's reader, e.g. ``frequency_hz=`` [Hz] and ``unit=`` for a
-        jitSim table that does not record them.
+        jitSim table that does not record them, ``unit="cycles"`` or ``overlap=`` for
+        sysjitter.
 
     Returns
     -------
@@ -76,6 +94,9 @@ def read_trace(path, format: str | None = None, **options) -> Trace:
     ValueError
         For an unknown format or extension, and for malformed files (naming the file,
         the line and what was expected).
+    NotATraceError
+        (a ValueError) For files that hold a summary or a benchmark result rather than
+        a trace; the message names the reader to use.
 
     Examples
     --------

@@ -184,21 +184,21 @@ def format_column(values: np.ndarray) -> list[str]:
 
 
 def parse_table(name: str, data: list[tuple[int, str]], delimiter: str | None,
-                expected: str) -> np.ndarray:
-    """Parse data lines into an (n, 2) float64 array of finite, non-negative numbers.
+                expected: str, columns: int = 2) -> np.ndarray:
+    """Parse data lines into an (n, columns) float64 array of finite, non-negative numbers.
 
-    ``delimiter`` separates the two columns (None: any whitespace). Raises ValueError
+    ``delimiter`` separates the columns (None: any whitespace). Raises ValueError
     naming the file, the line number and what was expected.
     """
     if not data:
-        return np.empty((0, 2))
+        return np.empty((0, columns))
     try:  # fast path (numpy's C reader, correctly rounded)
         values = np.loadtxt([line for _, line in data], delimiter=delimiter,
                             dtype=np.float64, ndmin=2, comments=None, quotechar=None)
-        if values.shape[1] != 2:
-            raise ValueError("expected two columns")
+        if values.shape[1] != columns:
+            raise ValueError(f"expected {columns} columns")
     except ValueError:
-        values = _parse_slowly(name, data, delimiter, expected)
+        values = _parse_slowly(name, data, delimiter, expected, columns)
     bad = ~np.isfinite(values).all(axis=1) | (values < 0).any(axis=1)
     if bad.any():
         number, line = data[int(np.argmax(bad))]
@@ -207,19 +207,19 @@ def parse_table(name: str, data: list[tuple[int, str]], delimiter: str | None,
     return values
 
 
-def _parse_slowly(name, data, delimiter, expected) -> np.ndarray:
-    """Line by line, to report the first line that is not two numbers."""
+def _parse_slowly(name, data, delimiter, expected, columns=2) -> np.ndarray:
+    """Line by line, to report the first line that is not ``columns`` numbers."""
     rows = []
     for number, line in data:
         fields = line.split(delimiter)
         try:
-            if len(fields) != 2:
+            if len(fields) != columns:
                 raise ValueError
             rows.append([float(field) for field in fields])
         except ValueError:
             raise ValueError(f"{name} line {number}: expected {expected!r}, "
                              f"got {line!r}") from None
-    return np.array(rows, dtype=np.float64)
+    return np.array(rows, dtype=np.float64).reshape(-1, columns)
 
 
 def make_trace(name: str, jitter, gap, unit, frequency_hz, metadata: dict) -> Trace:
@@ -234,3 +234,10 @@ def check_number(name: str, key: str, value) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ValueError(f"{name}: metadata {key!r} must be a finite number, got {value!r}")
     return float(value)
+
+
+class NotATraceError(ValueError):
+    """The file holds something other than a jitter trace (a summary, a benchmark result).
+
+    The message names the function that reads it.
+    """

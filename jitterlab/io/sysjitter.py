@@ -1,0 +1,435 @@
+"""sysjitter output: raw per-core interruption files, and the printed summary.
+
+sysjitter (David Riddoch; Solarflare/Xilinx ``cns-sysjitter``) spins on the CPU
+timestamp counter (TSC) and records every gap between two consecutive reads that is at
+least ``threshold`` long: an *interruption* of the busy loop.
+
+**Raw file** (``--raw PREFIX`` writes ``PREFIX.<core>``): ``#`` header lines
+``cpu_mhz``, ``threshold`` (``300ns``), ``n_interruptions``, ``interruption``
+(percentage of the run), ``total_interruption`` and ``total_runtime`` (once in cycles,
+once in seconds), then one row per interruption::
+
+    <timestamp [ns]> <delta [µs]> <duration [cycles]> <duration [ns]>
+
+The timestamp is the TSC read that *ends* the interruption, in nanoseconds since the
+start of the run; delta is the time since the previous row's timestamp. With
+``--sort`` the rows are sorted by duration and the delta column is absent.
+
+**Summary** (what sysjitter prints): ``key: value`` lines (``core_i``,
+``threshold(ns)``, ``cpu_mhz``, ``runtime(ns)``, ``int_n``, ``int_median(ns)``, ...),
+one value per measured core. It holds statistics, not events, so it is not a trace:
+read it with :func:`read_summary` (``jitterlab.io.read_sysjitter_summary``).
+
+References
+----------
+.. [1] D. Riddoch, sysjitter 1.4, https://github.com/Xilinx-CNS/cns-sysjitter
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..trace import OverlapError, Trace, absolute_to_rows
+from . import _common
+
+__all__ = ["read", "read_summary", "SUMMARY_KEYS"]
+
+_EXPECTED_RAW = "<timestamp ns> <delta us> <duration cycles> <duration ns>"
+_EXPECTED_SORTED = "<timestamp ns> <duration cycles> <duration ns>"
+_HEADER_LINE = re.compile(r"#\s*([A-Za-z_]\w*)\s*:\s*(.*?)\s*\Z")
+_SUMMARY_LINE = re.compile(r"\s*([A-Za-z_][\w%()]*)\s*:\s*(.*?)\s*\Z")
+_NUMBER_UNIT = re.compile(r"([-+0-9.eE]+)\s*(\S*)\Z")
+
+#: sysjitter summary key -> (name in the Series, divisor to SI, unit). The names follow
+#: :meth:`jitterlab.Trace.stats`, so a summary and the stats of the raw trace line up.
+SUMMARY_KEYS: dict[str, tuple[str, float, str]] = {
+    "core_i": ("core", 1.0, "1"),
+    "threshold(ns)": ("threshold", 1e9, "s"),
+    "cpu_mhz": ("cpu_mhz", 1.0, "MHz"),
+    "runtime(ns)": ("duration", 1e9, "s"),
+    "int_n": ("n_events", 1.0, "1"),
+    "int_n_per_sec": ("event_rate", 1.0, "1/s"),
+    "int_min(ns)": ("min_jitter", 1e9, "s"),
+    "int_median(ns)": ("p50_jitter", 1e9, "s"),
+    "int_mean(ns)": ("mean_jitter", 1e9, "s"),
+    "int_90(ns)": ("p90_jitter", 1e9, "s"),
+    "int_99(ns)": ("p99_jitter", 1e9, "s"),
+    "int_999(ns)": ("p999_jitter", 1e9, "s"),
+    "int_9999(ns)": ("p9999_jitter", 1e9, "s"),
+    "int_99999(ns)": ("p99999_jitter", 1e9, "s"),
+    "int_max(ns)": ("max_jitter", 1e9, "s"),
+    "int_total(ns)": ("total_jitter", 1e9, "s"),
+    "int_total(%)": ("noise_fraction", 100.0, "1"),
+}
+#: summary keys that repeat another key at lower precision
+_REDUNDANT = {"runtime(s)": "runtime(ns)"}
+#: raw TSC values printed by ``sysjitter --verbose``
+_HEXADECIMAL = ("frc_start", "frc_stop")
+
+
+# --------------------------------------------------------------------------------------
+# raw files
+# --------------------------------------------------------------------------------------
+def _looks_like_summary(lines: list[str]) -> bool:
+    keys = set()
+    for line in lines[:40]:
+        match = _SUMMARY_LINE.match(line)
+        if match and not line.lstrip().startswith("#"):
+            keys.add(match.group(1))
+    return bool(keys & {"core_i", "int_n", "int_total(ns)", "cpu_mhz"})
+
+
+def _not_a_trace(name: str) -> _common.NotATraceError:
+    return _common.NotATraceError(
+        f"{name} is a sysjitter summary ('key: value' statistics printed by sysjitter), "
+        "not a raw trace: it has no individual interruptions to build a Trace from. Read "
+        "it with jitterlab.io.read_sysjitter_summary(path); for a trace, run sysjitter "
+        "with --raw PREFIX and read the file PREFIX.<core> with "
+        "read_trace(path, format='sysjitter').")
+
+
+def _parse_header(name: str, lines: list[str]) -> tuple[dict, list[tuple[int, str]], int]:
+    """Header items, data lines and the number of columns announced by the header."""
+    header: dict = {}
+    data: list[tuple[int, str]] = []
+    columns = 0
+    for number, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if not stripped.startswith("#"):
+            data.append((number, line))
+            continue
+        if "Timestamp" in stripped:
+            columns = 4 if "delta" in stripped else 3
+            continue
+        match = _HEADER_LINE.match(stripped)
+        if match is None:
+            continue
+        key, raw = match.groups()
+        value = _NUMBER_UNIT.match(raw)
+        if value is None:
+            raise ValueError(f"{name} line {number}: expected '# {key}: <number>[unit]', "
+                             f"got {line!r}")
+        try:
+            number_value = float(value.group(1))
+        except ValueError:
+            raise ValueError(f"{name} line {number}: expected '# {key}: <number>[unit]', "
+                             f"got {line!r}") from None
+        unit = value.group(2)
+        if key in ("total_interruption", "total_runtime"):
+            if unit not in ("cycles", "seconds"):
+                raise ValueError(f"{name} line {number}: expected '# {key}: <number> "
+                                 f"cycles' or '... seconds', got {line!r}")
+            key = f"{key}_{unit}"
+        header[key] = (number, number_value, unit)
+    return header, data, columns
+
+
+def _header_value(name: str, header: dict, key: str, unit: str | None = None,
+                  integer: bool = False):
+    if key not in header:
+        raise ValueError(f"{name}: the sysjitter header has no '# {key}:' line "
+                         "(expected cpu_mhz, threshold, n_interruptions, total_interruption "
+                         "and total_runtime)")
+    number, value, found = header[key]
+    if unit is not None and found != unit:
+        raise ValueError(f"{name} line {number}: expected {key} in {unit!r}, got {found!r}")
+    if integer:
+        if value != np.floor(value) or value < 0:
+            raise ValueError(f"{name} line {number}: expected a whole number for {key}, "
+                             f"got {value!r}")
+        return int(value)
+    return value
+
+
+def _end_cycles(timestamp_ns, duration_cycles, mhz: int, runtime: int) -> np.ndarray:
+    """TSC counts (since the start) at the end of each interruption.
+
+    sysjitter prints floor(cycles·1000/mhz) nanoseconds, so the end lies in
+    [ceil(ns·mhz/1000), ceil((ns + 1)·mhz/1000) − 1]. The busy loop never runs two
+    interruptions at once: an interruption starts at or after the end of the previous
+    one. Each end is the earliest value in its interval that keeps that order (and a
+    start at or after 0), which removes the overlaps of one or two cycles that plain
+    rounding would create.
+    """
+    low = -((-timestamp_ns * mhz) // 1000)
+    high = -((-(timestamp_ns + 1) * mhz) // 1000) - 1
+    low[0] = max(low[0], duration_cycles[0])
+    # E_i = max(low_i, E_{i-1} + d_i) = C_i + max_{j<=i}(low_j − C_j), C = cumsum(d)
+    cumulative = np.cumsum(duration_cycles)
+    end = cumulative + np.maximum.accumulate(low - cumulative)
+    end = np.minimum(np.minimum(end, high), runtime)
+    return np.maximum(end, low)
+
+
+def read(path, unit: str = "s", overlap: str = "raise") -> Trace:
+    """Read a sysjitter raw file (``PREFIX.<core>`` of ``sysjitter --raw PREFIX``).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The raw file (gzip-compressed or not).
+    unit : {"s", "cycles"}, default "s"
+        Unit of the returned trace. Either way ``frequency_hz`` is ``cpu_mhz·1e6``, the
+        integer TSC rate sysjitter measured and used for its own conversions (the true
+        rate lies within 1 MHz above it), so ``to_cycles``/``to_seconds`` convert
+        losslessly between the two.
+    overlap : {"raise", "serialize", "merge"}, default "raise"
+        What to do with interruptions that overlap after the reconstruction described
+        in the Notes (none in files written by sysjitter); see
+        :meth:`Trace.from_absolute`.
+
+    Returns
+    -------
+    Trace
+        One event per interruption, duration the recorded cycle count; the replay cycle
+        is the ``total_runtime`` of the header (so the last gap runs to the end of the
+        measurement and wraps to the first interruption). ``attrs``: ``source``
+        ("sysjitter"), ``cpu_mhz`` [MHz], ``threshold`` [s], ``n_interruptions``,
+        ``interruption_percent`` [%], ``total_interruption_cycles``,
+        ``total_runtime_cycles``, ``total_interruption_seconds`` and
+        ``total_runtime_seconds`` [s] (as printed; sysjitter prints these in single
+        precision, the cycle counts are exact), ``sorted`` (written with ``--sort``),
+        ``offset`` (start of the first interruption since the start of the run) [s]
+        and ``file``.
+
+    Raises
+    ------
+    NotATraceError
+        For a sysjitter summary (use :func:`read_summary`).
+    ValueError
+        For a malformed file, naming the line and what was expected; when the number of
+        rows or the sum of their cycles disagrees with the header (a truncated file);
+        when a row's nanoseconds do not match its cycles at ``cpu_mhz``.
+
+    Notes
+    -----
+    A row's timestamp is the TSC read that ends the interruption, so the interruption
+    started ``duration`` earlier. The start times are rebuilt in TSC cycles: the end
+    of each interruption is known to one nanosecond from the timestamp; within that
+    rounding interval the reader takes the earliest end that keeps the interruptions
+    in order without overlap (the busy loop cannot be interrupted twice at once). The
+    durations are the exact cycle counts.
+
+    Examples
+    --------
+    Two interruptions of 500 and 1000 cycles in a 1 ms run at 1000 MHz:
+
+    >>> import tempfile, pathlib
+    >>> from jitterlab.io import read_trace
+    >>> raw = ["# cpu_mhz: 1000", "# threshold: 300ns", "# n_interruptions: 2",
+    ...        "# interruption: 0.150000%", "# total_interruption: 1500 cycles",
+    ...        "# total_runtime: 1000000 cycles", "1000 0 500 500", "600000 599 1000 1000"]
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = pathlib.Path(tmp) / "sj.1"
+    ...     _ = path.write_text("\\n".join(raw) + "\\n")
+    ...     trace = read_trace(path, format="sysjitter")
+    >>> trace.jitter_seconds.tolist(), trace.attrs["offset"], trace.duration
+    ([5e-07, 1e-06], 5e-07, 0.001)
+    """
+    if unit not in ("s", "cycles"):
+        raise ValueError(f"unit must be 's' or 'cycles', got {unit!r}")
+    name = Path(path).name
+    lines = _common.read_lines(path)
+    header, data, columns = _parse_header(name, lines)
+    if not header and _looks_like_summary(lines):
+        raise _not_a_trace(name)
+    mhz = _header_value(name, header, "cpu_mhz", integer=True)
+    if mhz < 1:
+        raise ValueError(f"{name}: cpu_mhz must be positive, got {mhz}")
+    threshold_ns = _header_value(name, header, "threshold", unit="ns")
+    n_expected = _header_value(name, header, "n_interruptions", integer=True)
+    if n_expected == 0 and not data:
+        raise ValueError(f"{name}: sysjitter recorded no interruption above the threshold "
+                         f"({threshold_ns:g} ns); a trace needs at least one event")
+    total_cycles = _header_value(name, header, "total_interruption_cycles", integer=True)
+    runtime = _header_value(name, header, "total_runtime_cycles", integer=True)
+    if columns == 0:  # no column header: tell the layouts apart by the first row
+        columns = len(data[0][1].split()) if data else 4
+    if columns not in (3, 4):
+        raise ValueError(f"{name} line {data[0][0]}: expected {_EXPECTED_RAW!r} "
+                         f"or, sorted, {_EXPECTED_SORTED!r}, got {data[0][1]!r}")
+    expected = _EXPECTED_RAW if columns == 4 else _EXPECTED_SORTED
+    values = _common.parse_table(name, data, None, expected, columns=columns)
+    if values.shape[0] != n_expected:
+        raise ValueError(f"{name}: the header announces {n_expected} interruptions "
+                         f"(n_interruptions), the file has {values.shape[0]} rows; "
+                         "is it truncated?")
+    if not np.all(values == np.floor(values)) or values.max() >= 2.0**53:
+        k = int(np.argmax(np.any(values != np.floor(values), axis=1)))
+        raise ValueError(f"{name} line {data[k][0]}: expected whole numbers "
+                         f"{expected!r}, got {data[k][1]!r}")
+    table = values.astype(np.int64)
+    timestamp, cycles, nanoseconds = table[:, 0], table[:, -2], table[:, -1]
+    mismatch = nanoseconds != cycles * 1000 // mhz
+    if mismatch.any():
+        k = int(np.argmax(mismatch))
+        raise ValueError(f"{name} line {data[k][0]}: the duration {int(nanoseconds[k])} ns "
+                         f"does not match {int(cycles[k])} cycles at {mhz} MHz (expected "
+                         f"{int(cycles[k] * 1000 // mhz)} ns; columns {expected!r})")
+    if int(cycles.sum()) != total_cycles:
+        raise ValueError(f"{name}: the durations add up to {int(cycles.sum())} cycles, the "
+                         f"header says total_interruption: {total_cycles} cycles")
+    order = np.argsort(timestamp, kind="stable")
+    if columns == 4 and np.any(order != np.arange(order.size)):
+        k = int(np.argmax(np.diff(timestamp) < 0)) + 1
+        raise ValueError(f"{name} line {data[k][0]}: timestamps must not decrease "
+                         f"(got {int(timestamp[k])} ns after {int(timestamp[k - 1])} ns)")
+    end = _end_cycles(timestamp[order], cycles[order], mhz, runtime)
+    start = end - cycles[order]
+    try:
+        jitter, gap, start_0 = absolute_to_rows(start.astype(np.float64),
+                                                cycles[order].astype(np.float64),
+                                                float(runtime), overlap=overlap,
+                                                unit_label=" cycles")
+    except OverlapError as err:
+        first, second = data[order[err.first]][0], data[order[err.second]][0]
+        raise ValueError(f"{name} line {second}: the interruption overlaps the one on line "
+                         f"{first} ({err}); pass overlap='serialize' or 'merge'") from None
+    except ValueError as err:
+        raise ValueError(f"{name}: {err}") from None
+    frequency_hz = mhz * 1e6
+    attrs = {
+        "source": "sysjitter",
+        "cpu_mhz": mhz,
+        "threshold": threshold_ns / 1e9,
+        "n_interruptions": n_expected,
+        "interruption_percent": header.get("interruption", (0, None, ""))[1],
+        "total_interruption_cycles": total_cycles,
+        "total_runtime_cycles": runtime,
+        "total_interruption_seconds": header.get("total_interruption_seconds",
+                                                 (0, None, ""))[1],
+        "total_runtime_seconds": header.get("total_runtime_seconds", (0, None, ""))[1],
+        "sorted": columns == 3,
+        "file": name,
+        "offset": start_0 / frequency_hz,
+    }
+    trace = _common.make_trace(name, jitter, gap, "cycles", frequency_hz, attrs)
+    return trace if unit == "cycles" else trace.to_seconds()
+
+
+# --------------------------------------------------------------------------------------
+# the summary
+# --------------------------------------------------------------------------------------
+def _summary_number(name: str, number: int, key: str, text: str):
+    try:
+        if key in _HEXADECIMAL:
+            return int(text, 16)
+        return float(text)
+    except ValueError:
+        kind = "hexadecimal number" if key in _HEXADECIMAL else "number"
+        raise ValueError(f"{name} line {number}: expected '{key}: <{kind}> ...' (one "
+                         f"value per core), got {text!r}") from None
+
+
+def read_summary(path, core: int | None = None) -> pd.Series:
+    """Read the summary sysjitter prints (``key: value`` lines) for one core.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The saved output (gzip-compressed or not). An optional first line starting
+        with ``$`` (the command) is kept in ``attrs["command"]``.
+    core : int, optional
+        Which core (the ``core_i`` value) to return; needed when the summary covers
+        several cores.
+
+    Returns
+    -------
+    pandas.Series
+        float64, named after the core, indexed like :meth:`jitterlab.Trace.stats`
+        where the quantity is the same: ``core``, ``threshold`` [s], ``cpu_mhz`` [MHz],
+        ``duration`` (the runtime) [s], ``n_events``, ``event_rate`` [1/s],
+        ``min_jitter``, ``p50_jitter``, ``mean_jitter``, ``p90_jitter``, ``p99_jitter``,
+        ``p999_jitter``, ``p9999_jitter``, ``p99999_jitter``, ``max_jitter``,
+        ``total_jitter`` [s] and ``noise_fraction`` [1] (see :data:`SUMMARY_KEYS`).
+        Other numeric keys keep their sysjitter name (``(ns)`` values converted to
+        seconds). ``attrs``: ``units``, ``keys`` (the sysjitter key of each entry),
+        ``command``, ``file``, ``source`` ("sysjitter summary").
+
+    Notes
+    -----
+    sysjitter's quantiles are order statistics ``sorted[int(n·q)]`` truncated to whole
+    nanoseconds, and its ``runtime(s)`` line (dropped here) repeats ``runtime(ns)``
+    rounded to milliseconds; ``Trace.stats()`` of the raw file interpolates linearly,
+    so its quantiles can differ from these by one order statistic.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from jitterlab.io import read_sysjitter_summary
+    >>> lines = ["core_i: 1", "int_n: 31570", "int_n_per_sec: 1579.031", "int_total(%): 2.062"]
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = pathlib.Path(tmp) / "summary.txt"
+    ...     _ = path.write_text("\\n".join(lines) + "\\n")
+    ...     summary = read_sysjitter_summary(path)
+    >>> summary.to_dict()
+    {'core': 1.0, 'n_events': 31570.0, 'event_rate': 1579.031, 'noise_fraction': 0.02062}
+    """
+    name = Path(path).name
+    lines = _common.read_lines(path)
+    command = None
+    items: list[tuple[int, str, list[str]]] = []
+    for number, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if stripped.startswith("$") and command is None and not items:
+            command = stripped[1:].strip()
+            continue
+        if stripped.startswith("#"):
+            raise _common.NotATraceError(
+                f"{name} line {number}: a '#' header line — this looks like a sysjitter "
+                "raw file, not a summary; read it with read_trace(path, format='sysjitter')")
+        match = _SUMMARY_LINE.match(stripped)
+        if match is None or not match.group(2):
+            raise ValueError(f"{name} line {number}: expected a sysjitter summary line "
+                             f"'<key>: <value> ...', got {line!r}")
+        items.append((number, match.group(1), match.group(2).split()))
+    if not items:
+        raise ValueError(f"{name}: expected sysjitter summary lines '<key>: <value>', "
+                         "found none")
+    width = len(items[0][2])
+    for number, key, values in items:
+        if len(values) != width:
+            raise ValueError(f"{name} line {number}: expected {width} value(s) for {key!r} "
+                             f"(one per core), got {len(values)}")
+    cores = next((values for _, key, values in items if key == "core_i"), None)
+    if cores is None:
+        column = 0
+        if width > 1 or core is not None:
+            raise ValueError(f"{name}: no 'core_i:' line, so the cores cannot be told apart")
+    elif core is None:
+        if width > 1:
+            raise ValueError(f"{name} summarises cores {', '.join(cores)}; choose one "
+                             "with core=")
+        column = 0
+    elif str(core) in cores:
+        column = cores.index(str(core))
+    else:
+        raise ValueError(f"{name}: no core {core!r}; the summary covers cores "
+                         f"{', '.join(cores)}")
+    values, units, keys = {}, {}, {}
+    for number, key, row in items:
+        if key in _REDUNDANT and _REDUNDANT[key] in {k for _, k, _ in items}:
+            continue
+        value = _summary_number(name, number, key, row[column])
+        if key in SUMMARY_KEYS:
+            label, scale, unit = SUMMARY_KEYS[key]
+        elif key.endswith("(ns)"):
+            label, scale, unit = key, 1e9, "s"
+        else:
+            label, scale, unit = key, 1.0, ""
+        values[label] = value / scale
+        units[label] = unit
+        keys[label] = key
+    label = f"sysjitter core {cores[column]}" if cores is not None else "sysjitter"
+    series = pd.Series(values, dtype=np.float64, name=label)
+    series.attrs = {"units": units, "keys": keys, "command": command, "file": name,
+                    "source": "sysjitter summary"}
+    return series
