@@ -1,7 +1,8 @@
-"""Command line: ``jitterlab reproduce`` and ``jitterlab --version``.
+"""Command line: ``jitterlab reproduce``, ``jitterlab measure``, ``jitterlab info`` and
+``jitterlab --version``.
 
-The work is done in :mod:`jitterlab.reproduce`; this module only parses arguments and prints.
-Jupyter packages are imported only when a command needs them.
+The work is done in :mod:`jitterlab.reproduce` and :mod:`jitterlab.bench`; this module only
+parses arguments and prints. Jupyter packages are imported only when a command needs them.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import logging
 import os
 import sys
 from pathlib import Path
+
+import numpy as np
 
 from . import __version__
 
@@ -65,13 +68,18 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     rep.add_argument("-v", "--verbose", action="store_true", help="log each notebook")
     rep.set_defaults(run=_reproduce, parser=rep)
+
+    _add_measure_parsers(commands)
+    _add_info_parser(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the ``jitterlab`` command line and return its exit status."""
     parser = _build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    args.argv = argv
     return args.run(args, args.parser)
 
 
@@ -125,6 +133,311 @@ def _configure_logging(verbose: bool) -> None:
         log.setLevel(logging.INFO)
     elif not log.handlers:
         log.addHandler(logging.NullHandler())
+
+
+# --------------------------------------------------------------------------------------
+# jitterlab measure ...
+# --------------------------------------------------------------------------------------
+#: trace files ``measure detour`` can write, by extension (after removing ``.gz``)
+_TRACE_WRITERS = {".csv": "to_csv", ".parquet": "to_parquet", ".nc": "to_netcdf",
+                  ".jitsim": "to_jitsim", ".tsv": "to_jitsim", ".trc": "to_loggopsim"}
+#: extension of a detour chunk directory
+_DETOUR_SUFFIX = ".detour"
+
+
+def _add_measure_parsers(commands) -> None:
+    measure = commands.add_parser(
+        "measure",
+        help="measure operating-system noise on this machine",
+        description="Measure operating-system noise on this machine with one of the "
+        "benchmarks below (x86 CPUs: they read the timestamp counter). See docs/measure.md.",
+    )
+    benchmarks = measure.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
+    _add_measure_detour(benchmarks)
+    _add_measure_fwq(benchmarks)
+    # Further benchmarks (``measure pb``: the Parallel Benchmark under MPI) go here, each
+    # in its own ``_add_measure_<name>(benchmarks)`` that ends with
+    # ``set_defaults(run=<function(args, parser) -> exit status>, parser=<its parser>)``;
+    # ``_add_output_options`` and ``_check_overwrite`` give the common --output/--force.
+
+
+def _add_output_options(parser: argparse.ArgumentParser, help_text: str) -> None:
+    parser.add_argument("--output", metavar="FILE", type=Path, required=True, help=help_text)
+    parser.add_argument("--force", action="store_true",
+                        help="overwrite FILE (and an earlier run's chunks) if it exists")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _add_cpu_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cpu", metavar="N", type=int, default=None,
+                        help="CPU to pin the measurement to (default: the highest-numbered "
+                        "CPU this process may use)")
+
+
+def _add_measure_detour(benchmarks) -> None:
+    det = benchmarks.add_parser(
+        "detour",
+        help="busy loop over the timestamp counter; records every detour (a jitter trace)",
+        description="Read the timestamp counter in a tight loop pinned to one CPU and record "
+        "every loop iteration longer than the threshold as a jitter event (start, duration), "
+        "as jitSim's TraceCollector and sysjitter do. The run is stored chunk by chunk in "
+        "FILE.detour/ (FILE itself when it ends in .detour), so a killed run keeps every "
+        "completed chunk; at the end FILE is written in the format of its extension and the "
+        "chunks are removed.",
+    )
+    det.add_argument("--duration", metavar="S", type=float, required=True,
+                     help="measured time in seconds")
+    _add_cpu_option(det)
+    det.add_argument("--threshold", metavar="NS", type=float, default=None,
+                     help="detection threshold in nanoseconds (default: max(10 x minimum "
+                     "loop time, 4 x median loop time))")
+    _add_output_options(det, "trace file: .nc, .csv, .parquet, .jitsim, .trc (optionally "
+                        ".gz), or a .detour directory of chunks")
+    det.add_argument("--chunk-seconds", metavar="S", type=float, default=1.0,
+                     help="store the events every S seconds (default: 1)")
+    det.add_argument("--keep-chunks", action="store_true",
+                     help="keep FILE.detour/ after writing FILE")
+    det.set_defaults(run=_measure_detour, parser=det)
+
+
+def _add_measure_fwq(benchmarks) -> None:
+    fwq = benchmarks.add_parser(
+        "fwq",
+        help="Fixed Work Quantum: times of a fixed piece of work, w + noise",
+        description="Time SAMPLES repetitions of a fixed quantum of work (a linear "
+        "congruential generator calibrated to take WORK seconds when undisturbed) on one "
+        "CPU, and write the times w + noise with the measurement's attributes.",
+    )
+    fwq.add_argument("--work", metavar="S", type=float, required=True,
+                     help="undisturbed length of one quantum in seconds (e.g. 100e-6)")
+    fwq.add_argument("--samples", metavar="N", type=int, required=True,
+                     help="number of quanta to time")
+    _add_cpu_option(fwq)
+    _add_output_options(fwq, "samples file: .nc (netCDF) or .csv (optionally .csv.gz)")
+    fwq.set_defaults(run=_measure_fwq, parser=fwq)
+
+
+def _check_overwrite(parser: argparse.ArgumentParser, path: Path, force: bool) -> None:
+    """Stop with exit status 2 if ``path`` exists and --force was not given."""
+    if path.exists() and not force:
+        parser.error(f"{path} exists; pass --force to overwrite it")
+
+
+def _command_line(args: argparse.Namespace) -> str:
+    import shlex
+
+    return shlex.join(["jitterlab", *args.argv])
+
+
+def _error(parser: argparse.ArgumentParser, message: str, status: int = 1) -> int:
+    print(f"{parser.prog}: error: {message}", file=sys.stderr)
+    return status
+
+
+def _suffix(path: Path) -> str:
+    name = path.name.lower().removesuffix(".gz")
+    return Path(name).suffix
+
+
+def _measure_detour(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from .bench import CycleCounterError, detour, read_detour
+    from .bench._chunks import is_store, remove_store
+
+    output: Path = args.output
+    suffix = _suffix(output)
+    if suffix == _DETOUR_SUFFIX and not output.name.lower().endswith(".gz"):
+        store, final = output, None
+    elif suffix in _TRACE_WRITERS:
+        store, final = output.with_name(output.name + _DETOUR_SUFFIX), output
+    else:
+        parser.error(f"cannot tell the output format from {output.name!r}: use .nc, .csv, "
+                     ".parquet, .jitsim, .trc (optionally .gz) or a .detour directory")
+    if final is not None:
+        _check_overwrite(parser, final, args.force)
+    if store.exists():
+        if store.is_dir() and not any(store.iterdir()):
+            pass
+        elif not is_store(store):
+            parser.error(f"{store} exists and is not a detour run directory; not overwriting it")
+        elif not args.force:
+            parser.error(f"{store} holds an earlier (perhaps interrupted) run; inspect it "
+                         f"with 'jitterlab info {store}' or pass --force to overwrite it")
+    threshold = None if args.threshold is None else args.threshold / 1e9
+    _configure_logging(False)
+    interrupted = False
+    try:
+        trace = detour(args.duration, cpu=args.cpu, threshold=threshold, output=store,
+                       chunk_seconds=args.chunk_seconds, progress=not args.no_progress,
+                       overwrite=args.force, command=_command_line(args))
+    except ValueError as exc:
+        parser.error(str(exc))
+    except (CycleCounterError, FileExistsError) as exc:
+        return _error(parser, str(exc))
+    except KeyboardInterrupt:
+        interrupted = True
+        try:
+            trace = read_detour(store)
+        except ValueError as exc:
+            return _error(parser, f"interrupted; nothing to save ({exc})", 130)
+    if final is not None:
+        getattr(trace, _TRACE_WRITERS[_suffix(final)])(final)
+        if not (args.keep_chunks or interrupted):
+            remove_store(store)
+    _print_detour_summary(trace, final or store)
+    if interrupted:
+        print(f"Interrupted after {trace.attrs['measured_duration']:.3g} s; the chunks "
+              f"stay in {store}", file=sys.stderr)
+        return 130
+    return 0
+
+
+def _print_detour_summary(trace, path: Path) -> None:
+    stats = trace.stats()
+    attrs = trace.attrs
+    detected = attrs.get("events_detected", trace.n_events)
+    print(f"{path}: {detected} events in {attrs['measured_duration']:.4g} s on CPU "
+          f"{attrs.get('cpu')}: {detected / attrs['measured_duration']:.6g} events/s, "
+          f"noise fraction {stats['noise_fraction']:.3%}")
+    print(f"resolution (median loop time) {_seconds(attrs['median_loop_time'])}, "
+          f"t_min {_seconds(attrs['t_min'])}, threshold {_seconds(attrs['threshold'])}")
+
+
+def _measure_fwq(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from .bench import CycleCounterError, fwq, write_fwq_samples
+
+    output: Path = args.output
+    if _suffix(output) not in (".nc", ".csv") or output.name.lower().endswith(".nc.gz"):
+        parser.error(f"cannot tell the output format from {output.name!r}: use .nc or .csv "
+                     "(optionally .csv.gz)")
+    _check_overwrite(parser, output, args.force)
+    _configure_logging(False)
+    try:
+        law = fwq(args.work, args.samples, cpu=args.cpu, progress=not args.no_progress,
+                  command=_command_line(args))
+    except ValueError as exc:
+        parser.error(str(exc))
+    except CycleCounterError as exc:
+        return _error(parser, str(exc))
+    except KeyboardInterrupt:
+        return _error(parser, "interrupted; nothing written", 130)
+    write_fwq_samples(law, output)
+    values = law.values
+    print(f"{output}: {values.size} quanta of {_seconds(args.work)} on CPU "
+          f"{law.attrs['cpu']} ({law.attrs['iterations']} LCG iterations): min "
+          f"{_seconds(values[0])}, median {_seconds(float(np.median(values)))}, mean "
+          f"{_seconds(law.mean())}, max {_seconds(values[-1])}")
+    return 0
+
+
+# --------------------------------------------------------------------------------------
+# jitterlab info FILE
+# --------------------------------------------------------------------------------------
+def _add_info_parser(commands) -> None:
+    info = commands.add_parser(
+        "info",
+        help="summarise a trace file, a detour run directory or an FWQ file",
+        description="Print the summary statistics and the attributes of a jitter trace "
+        "(any file jitterlab.read_trace reads), of a detour run directory (also an "
+        "interrupted one) or of FWQ samples.",
+    )
+    info.add_argument("file", metavar="FILE", type=Path)
+    info.add_argument("--format", metavar="NAME", default=None,
+                      help="trace format, when the extension does not tell it")
+    info.set_defaults(run=_info, parser=info)
+
+
+def _info(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from .bench import read_detour, read_fwq_samples
+    from .bench._chunks import is_store
+    from .bench.fwq import is_fwq_samples_file
+    from .io import read_trace
+
+    path: Path = args.file
+    if not path.exists():
+        parser.error(f"{path} does not exist")
+    try:
+        if path.is_dir():
+            if not is_store(path):
+                parser.error(f"{path} is a directory but not a detour run")
+            trace = read_detour(path)
+            kind = "detour run" + ("" if trace.attrs.get("complete") else " (incomplete)")
+        elif args.format is None and is_fwq_samples_file(path):
+            _print_fwq_info(path, read_fwq_samples(path))
+            return 0
+        else:
+            trace = read_trace(path, format=args.format)
+            kind = "jitter trace"
+    except ValueError as exc:
+        return _error(parser, str(exc))
+    _print_trace_info(path, kind, trace)
+    return 0
+
+
+_UNIT_LABELS = {"1/s": "/s"}
+
+
+def _seconds(value: float) -> str:
+    """A time with an SI prefix, 4 significant digits: ``1.461 µs``."""
+    value = float(value)
+    magnitude = abs(value)
+    for scale, prefix in ((1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n")):
+        if magnitude >= scale:
+            return f"{value / scale:.4g} {prefix}s"
+    return f"{value / 1e-9:.4g} ns" if value else "0 s"
+
+
+def _format_stat(value: float, unit: str) -> str:
+    if unit == "s":
+        return _seconds(value)
+    if unit == "1" and value != int(value):
+        return f"{value:.6g} ({value:.3%})"
+    if unit == "1":
+        return f"{int(value)}"
+    return f"{value:.6g} {_UNIT_LABELS.get(unit, unit)}"
+
+
+def _print_table(rows: list[tuple[str, str]], indent: str = "  ") -> None:
+    width = max((len(key) for key, _ in rows), default=0)
+    for key, value in rows:
+        print(f"{indent}{key.ljust(width)}  {value}")
+
+
+def _print_attrs(attrs: dict) -> None:
+    import json
+
+    print("attributes:")
+    _print_table([(key, value if isinstance(value, str) else json.dumps(value))
+                  for key, value in attrs.items()])
+
+
+def _print_trace_info(path: Path, kind: str, trace) -> None:
+    unit = ("seconds" if trace.unit == "s"
+            else f"cycles at {trace.frequency_hz / 1e9:.6g} GHz")
+    print(f"{path}: {kind}, {trace.n_events} events over {_seconds(trace.duration)} "
+          f"(stored in {unit})")
+    stats = trace.stats()
+    units = stats.attrs["units"]
+    print("statistics:")
+    _print_table([(key, _format_stat(value, units[key])) for key, value in stats.items()])
+    _print_attrs(trace.attrs)
+
+
+def _print_fwq_info(path: Path, law) -> None:
+    values = law.values
+    attrs = law.attrs
+    print(f"{path}: FWQ samples, {values.size} quanta of w = "
+          f"{_seconds(attrs['work']) if 'work' in attrs else '?'}")
+    levels = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p999": 0.999}
+    quantiles = np.quantile(values, list(levels.values()))
+    mean = law.mean()
+    rows = [("samples", str(values.size)), ("min", _seconds(values[0]))]
+    rows += [(name, _seconds(q)) for name, q in zip(levels, quantiles, strict=True)]
+    rows += [("max", _seconds(values[-1])), ("mean", _seconds(mean)),
+             ("mean_noise", f"{_seconds(mean - values[0])} (mean - min)"),
+             ("noise_fraction", f"{(mean - values[0]) / mean:.3%} ((mean - min) / mean)")]
+    print("statistics:")
+    _print_table(rows)
+    _print_attrs(attrs)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -237,7 +237,8 @@ def test_plain_csv_defaults_to_seconds(tmp_path):
 # format selection
 # --------------------------------------------------------------------------------------
 def test_registry():
-    assert set(FORMATS) == {"jitterlab", "jitsim", "loggopsim", "sysjitter", "ftq", "fwq"}
+    assert set(FORMATS) == {"jitterlab", "jitsim", "loggopsim", "sysjitter", "ftq", "fwq",
+                            "detour"}
     assert set(EXTENSIONS.values()) <= set(FORMATS)
 
 

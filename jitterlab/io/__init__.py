@@ -48,6 +48,7 @@ FORMATS: dict[str, str] = {
     "sysjitter": "sysjitter",
     "ftq": "ftq",
     "fwq": "fwq",
+    "detour": "detour",
 }
 
 #: file extension (after removing ``.gz``) -> format name
@@ -58,6 +59,7 @@ EXTENSIONS: dict[str, str] = {
     ".jitsim": "jitsim",
     ".tsv": "jitsim",
     ".trc": "loggopsim",
+    ".detour": "detour",
 }
 
 
@@ -75,11 +77,12 @@ def read_trace(path, format: str | None = None, **options) -> Trace:
     ----------
     path : str or path-like
         The file; gzip-compressed files are read transparently.
-    format : {"jitterlab", "jitsim", "loggopsim", "sysjitter", "ftq", "fwq"}, optional
+    format : {"jitterlab", "jitsim", "loggopsim", "sysjitter", "ftq", "fwq", "detour"}, optional
         The file format; by default recognised from the extension (``.csv``,
         ``.parquet``, ``.nc`` → jitterlab; ``.jitsim``, ``.tsv`` → jitsim; ``.trc`` →
-        loggopsim; each optionally followed by ``.gz``). "ftq" and "fwq" always raise
-        :class:`NotATraceError` (use :func:`read_ftq`, :func:`read_fwq`).
+        loggopsim; each optionally followed by ``.gz``; a ``.detour`` directory → the
+        chunks of a detour run, see :func:`jitterlab.bench.read_detour`). "ftq" and
+        "fwq" always raise :class:`NotATraceError` (use :func:`read_ftq`, :func:`read_fwq`).
     **options
         Passed to the format's reader, e.g. ``frequency_hz=`` [Hz] and ``unit=`` for a
         jitSim table that does not record them, ``unit="cycles"`` or ``overlap=`` for

@@ -61,11 +61,18 @@ def strip_gz(path) -> str:
 def _temporary(directory: Path, name: str):
     handle, temp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
     os.close(handle)
+    os.chmod(temp, 0o666 & ~_umask())  # mkstemp makes it private; give it the usual mode
     try:
         yield Path(temp)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write(path, write: Callable[[Path], None]) -> Path:

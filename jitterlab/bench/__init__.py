@@ -1,0 +1,24 @@
+"""Measuring operating-system noise on this machine (x86 timestamp counter).
+
+* :func:`detour` — a busy loop over the timestamp counter that records every iteration
+  longer than a threshold: a jitter trace (:class:`jitterlab.Trace`) in the manner of
+  jitSim's TraceCollector and of ``sysjitter``; long runs are stored chunk by chunk and
+  read back with :func:`read_detour`, also after an interruption.
+* :func:`fwq` — Fixed Work Quantum: times of a fixed quantum of work ``w + δ``
+  (:class:`jitterlab.noise.Empirical`), the work being :func:`lcg_work`, the linear
+  congruential generator of Garg & De's Parallel Benchmark; files via
+  :func:`write_fwq_samples` and :func:`read_fwq_samples` (output of LLNL's FWQ tool is
+  read by :func:`jitterlab.io.read_fwq`).
+* :func:`calibrate_tsc` — the rate of the timestamp counter [Hz].
+
+The command line runs them as ``jitterlab measure detour`` and ``jitterlab measure fwq``;
+see ``docs/measure.md``.
+"""
+
+from ._tsc import CycleCounterError, TscCalibration, TscWarning, calibrate_tsc, read_cycles
+from .detour import detour, read_detour
+from .fwq import fwq, lcg_work, read_fwq_samples, write_fwq_samples
+
+__all__ = ["detour", "read_detour", "fwq", "lcg_work", "read_fwq_samples",
+           "write_fwq_samples", "calibrate_tsc", "read_cycles", "TscCalibration",
+           "CycleCounterError", "TscWarning"]

@@ -1,0 +1,206 @@
+"""Incremental storage of a long measurement: a directory of numbered chunk files.
+
+Layout of a chunk store (a directory)::
+
+    metadata.json        written first, before any measurement; rewritten at the end
+    chunk-000000.npz     one file per completed chunk: named numpy arrays
+    chunk-000001.npz
+    ...
+
+Every file is written to a temporary name (``.<name>.<random>.tmp``) in the directory,
+flushed to disk, then renamed onto its final name, so a reader never sees a half-written
+chunk under a ``chunk-*.npz`` name. If the process is killed, the directory keeps every
+completed chunk; :func:`read_store` returns them and ignores leftover temporary files.
+A last chunk that cannot be read (after a power failure, say) is dropped with a logged
+warning; an unreadable chunk followed by readable ones is an error.
+
+``metadata.json`` holds ``{"format": FORMAT, "version": VERSION, "kind": ...,
+"complete": false, ...}`` while the run goes on and ``"complete": true`` plus a summary
+once it has finished.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import logging
+import os
+import re
+import tempfile
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["ChunkWriter", "read_store", "is_store", "remove_store", "FORMAT", "VERSION"]
+
+logger = logging.getLogger(__name__)
+
+FORMAT = "jitterlab chunk store"
+VERSION = 1
+METADATA = "metadata.json"
+_CHUNK = "chunk-{:06d}.npz"
+_CHUNK_NAME = re.compile(r"chunk-(\d{6,})\.npz\Z")
+
+
+@functools.cache
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _write_atomic(path: Path, write: Callable) -> None:
+    """``write(binary file)`` into a temporary file next to ``path``, fsync, rename."""
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(handle, 0o666 & ~_umask())  # mkstemp makes the file private (0600)
+        with os.fdopen(handle, "wb") as stream:
+            write(stream)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
+
+
+def _write_json(path: Path, document: dict) -> None:
+    text = json.dumps(document, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    _write_atomic(path, lambda stream: stream.write(text.encode("utf-8")))
+
+
+def is_store(path) -> bool:
+    """True if ``path`` is a directory with a chunk-store ``metadata.json``."""
+    path = Path(path)
+    try:
+        document = json.loads((path / METADATA).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(document, dict) and document.get("format") == FORMAT
+
+
+def remove_store(path) -> None:
+    """Delete a chunk store (only its own files; refuses any other directory)."""
+    path = Path(path)
+    if not is_store(path):
+        raise ValueError(f"{path} is not a jitterlab chunk store; not deleting it")
+    for item in path.iterdir():
+        if item.is_file() and (_CHUNK_NAME.match(item.name) or item.name == METADATA
+                               or (item.name.startswith(".") and item.name.endswith(".tmp"))):
+            item.unlink()
+    with contextlib.suppress(OSError):
+        path.rmdir()  # fails, and keeps the directory, if anything else is in it
+
+
+class ChunkWriter:
+    """Write a chunk store: metadata first, then one file per :meth:`append`.
+
+    Parameters
+    ----------
+    path : path-like
+        The directory; created (with parents). It must not exist yet, or be empty, or —
+        with ``overwrite=True`` — be an earlier chunk store, which is deleted.
+    metadata : dict
+        JSON-compatible; stored in ``metadata.json`` with ``complete: false``.
+    overwrite : bool
+        Replace an earlier chunk store at ``path``.
+    """
+
+    def __init__(self, path, metadata: dict, *, kind: str, overwrite: bool = False):
+        self.path = Path(path)
+        if self.check_target(self.path, overwrite):
+            remove_store(self.path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.metadata = {"format": FORMAT, "version": VERSION, "kind": kind,
+                         "complete": False, **metadata}
+        self.n_chunks = 0
+        _write_json(self.path / METADATA, self.metadata)
+
+    @staticmethod
+    def check_target(path, overwrite: bool = False) -> bool:
+        """Raise FileExistsError unless a store may be written at ``path``.
+
+        Allowed: a path that does not exist, an empty directory, or (with ``overwrite``)
+        an earlier chunk store. Returns True if an earlier store is to be replaced.
+        """
+        path = Path(path)
+        if not path.exists():
+            return False
+        if not path.is_dir():
+            raise FileExistsError(f"{path} exists and is not a directory")
+        if not any(path.iterdir()):
+            return False
+        if not is_store(path):
+            raise FileExistsError(f"{path} is a directory that is not a jitterlab chunk "
+                                  "store; not writing into it")
+        if not overwrite:
+            raise FileExistsError(f"{path} holds an earlier run; pass overwrite=True to "
+                                  "replace it")
+        return True
+
+    def append(self, **arrays) -> Path:
+        """Store one chunk of named arrays (atomically) and return its file."""
+        path = self.path / _CHUNK.format(self.n_chunks)
+        _write_atomic(path, lambda stream: np.savez(stream, **arrays))
+        self.n_chunks += 1
+        return path
+
+    def finish(self, **summary) -> None:
+        """Mark the run complete and add ``summary`` to the metadata."""
+        self.metadata.update(summary)
+        self.metadata["complete"] = True
+        _write_json(self.path / METADATA, self.metadata)
+
+    def update(self, **items) -> None:
+        """Rewrite the metadata with ``items`` added (the run stays incomplete)."""
+        self.metadata.update(items)
+        _write_json(self.path / METADATA, self.metadata)
+
+
+def _load_chunk(path: Path) -> dict:
+    with open(path, "rb") as stream, np.load(stream, allow_pickle=False) as archive:
+        return {name: archive[name] for name in archive.files}
+
+
+def read_store(path, kind: str | None = None) -> tuple[dict, list[dict]]:
+    """Read a chunk store: its metadata and the arrays of every complete chunk, in order.
+
+    Raises ValueError if ``path`` is not a chunk store (of ``kind``, when given), if the
+    chunk numbers have a hole, or if a chunk other than the last cannot be read.
+    """
+    path = Path(path)
+    name = path.name
+    try:
+        metadata = json.loads((path / METADATA).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"{name}: not a jitterlab chunk store (no {METADATA})") from None
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{name}/{METADATA}: cannot be read ({err})") from None
+    if not isinstance(metadata, dict) or metadata.get("format") != FORMAT:
+        raise ValueError(f"{name}/{METADATA}: not a jitterlab chunk store")
+    if metadata.get("version") != VERSION:
+        raise ValueError(f"{name}: chunk store version {metadata.get('version')!r}; this "
+                         f"jitterlab reads version {VERSION}")
+    if kind is not None and metadata.get("kind") != kind:
+        raise ValueError(f"{name}: a chunk store of {metadata.get('kind')!r}, not {kind!r}")
+    numbered = sorted((int(match.group(1)), item) for item in path.iterdir()
+                      if (match := _CHUNK_NAME.match(item.name)))
+    for position, (number, item) in enumerate(numbered):
+        if number != position:
+            raise ValueError(f"{name}: chunk {position} is missing (next is {item.name})")
+    chunks = []
+    for position, (_, item) in enumerate(numbered):
+        try:
+            chunks.append(_load_chunk(item))
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
+            if position == len(numbered) - 1:
+                logger.warning("%s: ignoring the unreadable last chunk %s (%s)", name,
+                               item.name, err)
+                break
+            raise ValueError(f"{name}/{item.name}: cannot be read ({err})") from None
+    return metadata, chunks
+

@@ -1,0 +1,17 @@
+"""The chunk directory of a detour run (``jitterlab measure detour``), read-only here.
+
+Writing happens chunk by chunk while measuring, in :mod:`jitterlab.bench.detour`.
+"""
+
+from __future__ import annotations
+
+__all__ = ["read"]
+
+
+def read(path, **options):
+    """Read a finished or interrupted detour run; see :func:`jitterlab.bench.read_detour`."""
+    if options:
+        raise ValueError(f"the detour format takes no options, got {sorted(options)}")
+    from ..bench import read_detour
+
+    return read_detour(path)

@@ -1,0 +1,190 @@
+"""``jitterlab measure detour|fwq`` and ``jitterlab info``, with short real measurements."""
+
+import os
+import platform
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import jitterlab as jl
+from jitterlab.cli import main
+
+X86 = platform.machine().lower() in {"x86_64", "amd64", "i686", "i386", "x86"}
+needs_tsc = pytest.mark.skipif(not X86, reason="needs the x86 timestamp counter")
+CPU = str(max(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else None
+CPU_ARGS = ["--cpu", CPU] if CPU is not None else []
+DATA = Path(__file__).parent / "data"
+
+
+def run(argv, capsys):
+    """Exit status, stdout and stderr of ``jitterlab ARGV`` (argparse errors included)."""
+    try:
+        status = main(argv)
+    except SystemExit as exit_info:
+        status = exit_info.code
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+@needs_tsc
+def test_measure_detour_writes_a_trace_file(tmp_path, capsys):
+    output = tmp_path / "trace.nc"
+    status, out, _ = run(["measure", "detour", "--duration", "0.4", *CPU_ARGS,
+                          "--threshold", "300", "--chunk-seconds", "0.2", "--output",
+                          str(output), "--no-progress"], capsys)
+    assert status == 0
+    assert "events/s" in out and "resolution (median loop time)" in out
+    assert not (tmp_path / "trace.nc.detour").exists()  # chunks removed after success
+    trace = jl.read_trace(output)
+    assert trace.attrs["source"] == "jitterlab.bench.detour"
+    assert trace.attrs["threshold"] == 300e-9
+    assert trace.attrs["command"].startswith("jitterlab measure detour --duration 0.4")
+    assert trace.attrs["complete"] is True
+
+    status, out, err = run(["measure", "detour", "--duration", "0.2", "--output", str(output)],
+                           capsys)
+    assert status == 2
+    assert "exists; pass --force" in err
+
+    status, out, _ = run(["info", str(output)], capsys)
+    assert status == 0
+    assert "noise_fraction" in out and "event_rate" in out
+    assert "jitterlab.bench.detour" in out and "median_loop_time" in out
+
+
+@needs_tsc
+def test_measure_detour_force_and_detour_directory(tmp_path, capsys):
+    output = tmp_path / "run.detour"
+    argv = ["measure", "detour", "--duration", "0.2", *CPU_ARGS, "--output", str(output),
+            "--no-progress"]
+    assert run(argv, capsys)[0] == 0
+    assert (output / "metadata.json").is_file()  # a .detour output is the chunk store itself
+    status, _, err = run(argv, capsys)
+    assert status == 2 and "--force" in err
+    status, _, _ = run([*argv, "--force"], capsys)
+    assert status == 0
+    assert jl.bench.read_detour(output).attrs["complete"] is True
+
+
+@needs_tsc
+def test_killed_detour_run_keeps_its_completed_chunks(tmp_path, capsys):
+    output = tmp_path / "killed.parquet"
+    store = tmp_path / "killed.parquet.detour"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "jitterlab.cli", "measure", "detour", "--duration", "10",
+         *CPU_ARGS, "--threshold", "300", "--chunk-seconds", "0.25", "--output", str(output),
+         "--no-progress"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not (store / "metadata.json").exists():  # measuring has begun
+            assert process.poll() is None, process.stderr.read().decode()
+            assert time.monotonic() < deadline, "the measurement did not start"
+            time.sleep(0.05)
+        time.sleep(1.5)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        process.stderr.close()
+    assert process.returncode == -signal.SIGKILL
+    assert not output.exists()
+    trace = jl.bench.read_detour(store)
+    chunks = trace.attrs["chunks"]
+    assert trace.attrs["complete"] is False
+    assert 2 <= chunks <= 7
+    assert len(list(store.glob("chunk-*.npz"))) == chunks
+    assert trace.attrs["measured_duration"] == pytest.approx(0.25 * chunks, abs=0.05)
+
+    status, out, _ = run(["info", str(store)], capsys)
+    assert status == 0 and "detour run (incomplete)" in out
+    # a new run does not silently replace the interrupted one
+    status, _, err = run(["measure", "detour", "--duration", "0.2", "--output", str(output)],
+                         capsys)
+    assert status == 2 and "earlier (perhaps interrupted) run" in err
+
+
+@needs_tsc
+@pytest.mark.parametrize("name", ["fwq.nc", "fwq.csv"])
+def test_measure_fwq(tmp_path, capsys, name):
+    output = tmp_path / name
+    argv = ["measure", "fwq", "--work", "100e-6", "--samples", "100", *CPU_ARGS, "--output",
+            str(output), "--no-progress"]
+    status, out, _ = run(argv, capsys)
+    assert status == 0 and "LCG iterations" in out
+    law = jl.bench.read_fwq_samples(output)
+    assert law.values.size == 100
+    assert law.lower == pytest.approx(100e-6, rel=0.03)
+    status, _, err = run(argv, capsys)
+    assert status == 2 and "exists; pass --force" in err
+    status, out, _ = run(["info", str(output)], capsys)
+    assert status == 0
+    assert "FWQ samples" in out and "noise_fraction" in out and "iterations" in out
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["measure", "detour", "--duration", "-1", "--output", "t.nc"], "duration"),
+    (["measure", "detour", "--duration", "1", "--cpu", "10000", "--output", "t.nc"], "cpu"),
+    (["measure", "detour", "--duration", "1", "--threshold", "0", "--output", "t.nc"],
+     "threshold"),
+    (["measure", "detour", "--duration", "1", "--output", "t.txt"], "output format"),
+    (["measure", "fwq", "--work", "0", "--samples", "10", "--output", "f.nc"], "work"),
+    (["measure", "fwq", "--work", "1e-4", "--samples", "0", "--output", "f.nc"], "samples"),
+    (["measure", "fwq", "--work", "1e-4", "--samples", "10", "--output", "f.parquet"],
+     "output format"),
+    (["measure"], "BENCHMARK"),
+])
+def test_measure_rejects_bad_arguments(tmp_path, capsys, monkeypatch, argv, message):
+    monkeypatch.chdir(tmp_path)
+    status, _, err = run(argv, capsys)
+    assert status == 2
+    assert message in err
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_info_reads_any_trace_format(capsys):
+    status, out, _ = run(["info", str(DATA / "devref.trc.gz")], capsys)
+    assert status == 0
+    assert "jitter trace" in out and "event_rate" in out and "p99_jitter" in out
+
+
+def test_info_errors(tmp_path, capsys):
+    status, _, err = run(["info", str(tmp_path / "missing.nc")], capsys)
+    assert status == 2 and "does not exist" in err
+    status, _, err = run(["info", str(tmp_path)], capsys)
+    assert status == 2 and "not a detour run" in err
+    bad = tmp_path / "bad.trc"
+    bad.write_text("not numbers\n")
+    status, _, err = run(["info", str(bad)], capsys)
+    assert status == 1 and "bad.trc" in err
+
+
+@needs_tsc
+def test_ctrl_c_stops_after_the_chunk_and_writes_the_file(tmp_path):
+    output = tmp_path / "stopped.csv"
+    store = tmp_path / "stopped.csv.detour"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "jitterlab.cli", "measure", "detour", "--duration", "10",
+         *CPU_ARGS, "--chunk-seconds", "0.25", "--output", str(output), "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not (store / "chunk-000000.npz").exists():
+            assert process.poll() is None, process.stderr.read().decode()
+            assert time.monotonic() < deadline, "the measurement did not start"
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 130, err.decode()
+    assert b"Interrupted after" in err and b"events/s" in out
+    trace = jl.read_trace(output)
+    assert trace.attrs["complete"] is False
+    assert trace.equals(jl.bench.read_detour(store))  # the chunks are kept
+    assert trace.attrs["measured_duration"] < 5
