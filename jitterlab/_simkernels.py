@@ -24,6 +24,7 @@ __all__ = ["advance", "run_without_barrier", "run_tree_barrier", "pack_trace"]
 # columns of the packed trace table, one row per trace row (plus a closing row):
 # when row i's jitter starts, the compute before it, and its jitter duration
 _START, _COMPUTED, _JITTER = 0, 1, 2
+_TIE = 16 * np.finfo(np.float64).eps  # relative rounding allowed in "ends exactly at"
 
 
 def pack_trace(starts, computed, jitter) -> np.ndarray:
@@ -131,7 +132,10 @@ def advance(table, x, cpu, hint, finish_hint):
     elif rest > total_gap:
         rest -= total_gap
         extra += 1.0
-    finish_row = _last_before(table, _COMPUTED, rest, finish_hint, n_rows - 1, True)
+    # a finish within rounding of a gap's end counts as at its end (the jitter that
+    # follows is not met), whatever the unit the trace was converted from
+    finish_row = _last_before(table, _COMPUTED, rest * (1.0 - _TIE), finish_hint, n_rows - 1,
+                              True)
     finish = ((cycle + extra) * period + table[finish_row, _START]
               + table[finish_row, _JITTER] + (rest - table[finish_row, _COMPUTED]))
     return finish, row, finish_row

@@ -9,6 +9,8 @@ from .simulate import TreeBarrier, draw_offsets
 
 __all__ = ["simulate_reference", "walk", "walk_from_row"]
 
+_TIE = 16 * np.finfo(np.float64).eps  # relative rounding allowed in "ends exactly at"
+
 
 def walk(jitter, gap, x: float, cpu: float) -> float:
     """Walk the trace event by event from time x until ``cpu`` of compute is done.
@@ -40,7 +42,8 @@ def walk_from_row(jitter, gap, row: int, row_start: float, x: float, cpu: float)
         if now < jitter_end:
             now = jitter_end
         available = gap_end - now
-        if available >= needed:
+        # within rounding of the gap's end counts as at its end (as in the kernel)
+        if available >= needed - _TIE * max(abs(gap_end), needed):
             return now + needed
         needed -= available
         now = gap_end

@@ -6,6 +6,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 import xarray as xr  # noqa: E402
 from matplotlib.collections import PolyCollection  # noqa: E402
@@ -117,3 +118,215 @@ def test_bounds_bad_input():
     ds = jl.theorem1_bounds(NOISE, n=[1, 2], tau=1e-6)
     with pytest.raises(ValueError, match="pair"):
         plot_bounds(ds, measured={"bad": 3.0})
+
+
+# --------------------------------------------------------------------------------------
+# slowdown against N and per-task timelines (jitSim, De & Mann 2010)
+# --------------------------------------------------------------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from jitterlab.plotting import plot_slowdown, plot_timeline, timeline_segments  # noqa: E402
+from jitterlab.simulate import draw_offsets  # noqa: E402
+from jitterlab.testing import walk  # noqa: E402
+
+# jitSim Fig. 2 and Fig. 4: rows of (jitter duration, cycles to next jitter), in cycles
+FIG2 = jl.Trace(jitter=[10, 5, 25, 5, 15, 20, 10, 60, 5, 10],
+                gap=[50, 30, 20, 10, 100, 300, 20, 60, 20, 70])
+FIG4 = jl.Trace(jitter=[10, 5, 5, 5, 70, 15, 5, 10, 10, 10, 60, 30],
+                gap=[50, 50, 5, 280, 10, 5, 90, 10, 145, 130, 4, 6], window=500)
+
+
+def _extents(ax, gid):
+    """(start, end) of every rectangle of the broken_barh with this gid."""
+    (collection,) = [c for c in ax.collections if c.get_gid() == gid]
+    out = []
+    for path in collection.get_paths():
+        x = path.vertices[:, 0]
+        out.append((x.min(), x.max()))
+    return sorted(out)
+
+
+def test_slowdown_lines_in_percent_on_a_log2_axis():
+    trace = jl.Trace(jitter=[3.0, 1.0, 8.0], gap=[20.0, 7.0, 40.0])
+    ds = jl.simulate(trace, n_tasks=[1, 4, 64, 2048], work=13.0, phases=3, rng=1)
+    ax = plot_slowdown({"small trace": ds})
+    (line,) = ax.get_lines()
+    np.testing.assert_allclose(line.get_xdata(), [1, 4, 64, 2048])
+    np.testing.assert_allclose(line.get_ydata(), ds["slowdown"].values * 100)
+    assert ax.get_xscale() == "log"
+    assert ax.get_ylabel() == "slowdown [%]"
+    assert "N" in ax.get_xlabel()
+    ax.figure.canvas.draw()
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert "2K" in labels and "1" in labels
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["small trace"]
+
+
+def test_slowdown_band_over_an_extra_dimension():
+    trace = jl.Trace(jitter=[3.0, 1.0, 8.0], gap=[20.0, 7.0, 40.0])
+    runs = xr.concat([jl.simulate(trace, n_tasks=[1, 8, 64], work=13.0, rng=seed)
+                      for seed in range(4)], dim="seed")
+    ax = plot_slowdown({"4 seeds": runs}, percent=False)
+    np.testing.assert_allclose(ax.get_lines()[0].get_ydata(),
+                               runs["slowdown"].mean("seed").values)
+    (band,) = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    top = band.get_paths()[0].vertices[:, 1].max()
+    assert top == pytest.approx(runs["slowdown"].max().item())
+    assert ax.get_ylabel() == "slowdown [-]"
+
+
+@pytest.mark.parametrize("results", [{}, {"x": xr.Dataset()},
+                                     {"x": jl.max_of_n(NOISE, n=[1, 2])}])
+def test_slowdown_bad_input(results):
+    with pytest.raises(ValueError, match="results|result 'x'"):
+        plot_slowdown(results)
+
+
+def test_timeline_fig2_lanes_end_at_130_and_165():
+    ax = plot_timeline(FIG2, starts=[0, 6], work=100, unit_label="cycles")
+    assert _extents(ax, "compute:0") == [(0.0, 130.0)]
+    assert _extents(ax, "compute:1") == [(0.0, 165.0)]
+    # node 1 meets jitter of 5 and 25 cycles, node 2 of 60 and 5 (the figure's sums)
+    assert _extents(ax, "jitter:0") == [(50.0, 55.0), (85.0, 110.0)]
+    assert _extents(ax, "jitter:1") == [(20.0, 80.0), (140.0, 145.0)]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["task 1", "task 2"]
+    assert ax.get_xlabel() == "time since the start of phase 1 [cycles]"
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "compute" in legend and "waiting at the barrier" in legend
+
+
+def test_timeline_fig3_node1_waits_35():
+    segments = timeline_segments(FIG2, [0, 6], 100, phases=2)
+    waits = segments[(segments.kind == "wait") & (segments.phase == 0)]
+    assert waits[["task", "start", "end"]].values.tolist() == [[0, 130.0, 165.0]]
+    # the jitter that falls in the wait is absorbed: 5 and 15 cycles
+    absorbed = segments[segments.kind == "absorbed"]
+    assert (absorbed.end - absorbed.start).tolist() == [5.0, 15.0]
+    ds = segments.attrs["simulation"]
+    np.testing.assert_array_equal(ds["wait_time"].isel(phase=0).values, [35, 0])
+    np.testing.assert_array_equal(segments.attrs["phase_end"], [165, 285])
+    ax = plot_timeline(FIG2, [0, 6], 100, phases=2, labels=["node 1", "node 2"],
+                       unit_scale=2.0, unit_label="half cycles")
+    assert _extents(ax, "wait:0") == [(260.0, 330.0)]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["node 1", "node 2"]
+
+
+def test_timeline_start_times_match_start_rows():
+    rows = timeline_segments(FIG2, [0, 6, 3], 100, phases=3)
+    offsets = rows.attrs["offsets"]
+    times = timeline_segments(FIG2, offsets.astype(float), 100, phases=3)
+    pd.testing.assert_frame_equal(rows, times)
+    # times are taken modulo the trace length (845 cycles)
+    later = timeline_segments(FIG2, offsets + 845.0 * np.array([1, 2, -1]), 100, phases=3)
+    pd.testing.assert_frame_equal(rows, later)
+
+
+def test_timeline_fig4_coscheduled_window_starts_agree_with_simulate():
+    offsets = draw_offsets(FIG4, 2, "coscheduled", rng=3)
+    ds = jl.simulate(FIG4, n_tasks=2, work=300, phases=2, start="coscheduled", rng=3,
+                     detail=True)
+    segments = timeline_segments(FIG4, offsets, 300, phases=2)
+    compute = segments[segments.kind == "compute"].sort_values(["phase", "task"])
+    np.testing.assert_allclose(compute.end - compute.start,
+                               ds["compute_time"].values.ravel())
+    # window 2 starts at 500, inside a 15-cycle jitter (490-505): 5 cycles are waited out
+    two = timeline_segments(FIG4, [0.0, 500.0], 300)
+    first = two[(two.kind == "jitter") & (two.task == 1)].iloc[0]
+    assert (first.start, first.end) == (0.0, 5.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(jitter=st.lists(st.sampled_from([0.0, 1.0, 2.5, 7.0]), min_size=1, max_size=6),
+       gap=st.lists(st.sampled_from([0.0, 0.5, 3.0, 11.0]), min_size=6, max_size=6),
+       fractions=st.lists(st.floats(0.0, 0.999), min_size=1, max_size=5),
+       work=st.sampled_from([0.5, 4.0, 30.0]))
+def test_timeline_compute_from_any_start_time_is_an_event_walk(jitter, gap, fractions, work):
+    gap = gap[:len(jitter)]
+    if sum(gap) == 0:
+        gap[0] = 2.0
+    trace = jl.Trace(jitter=jitter, gap=gap)
+    # random times, and the start of every row (a task there waits out the whole jitter)
+    times = np.concatenate([np.array(fractions) * trace.duration, trace.starts])
+    segments = timeline_segments(trace, times, work)
+    compute = segments[segments.kind == "compute"].sort_values("task")
+    expected = [walk(np.array(jitter), np.array(gap), t, work) - t for t in times]
+    np.testing.assert_allclose(compute.end - compute.start, expected, rtol=1e-9, atol=1e-9)
+    # the jitter met inside a compute adds up to its excess over the work
+    jitter_met = segments[segments.kind == "jitter"]
+    met = np.bincount(jitter_met.task, weights=jitter_met.end - jitter_met.start,
+                      minlength=times.size)
+    excess = (compute.end - compute.start).to_numpy() - work
+    np.testing.assert_allclose(met, excess, atol=1e-9)
+
+
+def test_timeline_fig6_tree_barrier_operations():
+    barrier = jl.TreeBarrier(send=5, recv=5, latency=10)
+    rows = [0, 6, 2, 4, 8, 1, 5]
+    segments = timeline_segments(FIG2, rows, 100, barrier=barrier, phases=2)
+    ds = jl.simulate(FIG2, n_tasks=7, work=100, phases=2, start=rows, barrier=barrier,
+                     detail=True)
+    np.testing.assert_allclose(np.diff(segments.attrs["phase_end"], prepend=0.0),
+                               ds["phase_time"].values)
+    for phase in (0, 1):
+        mine = segments[segments.phase == phase]
+        # a reduce message up and a broadcast message down every edge of the tree
+        assert (mine.kind == "message").sum() == 2 * 6
+        assert (mine.kind == "send").sum() == 2 * 6
+        assert (mine.kind == "recv").sum() == 2 * 6
+    messages = segments[segments.kind == "message"]
+    np.testing.assert_allclose(messages.end - messages.start, 10.0)
+    # a send of task 4 (a leaf) is struck by 20 cycles of jitter: it takes 25
+    send = segments[(segments.kind == "send") & (segments.task == 3) & (segments.phase == 0)]
+    assert (send.end - send.start).tolist() == [25.0]
+    ax = plot_timeline(FIG2, rows, 100, barrier=barrier, unit_label="cycles")
+    assert {c.get_gid().split(":")[0] for c in ax.collections} >= {
+        "compute", "jitter", "wait", "recv", "send", "absorbed"}
+    assert len([t for t in ax.texts if t.get_text().startswith("θ")]) == 1
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "message (one hop latency)" in legend
+
+
+@settings(max_examples=40, deadline=None)
+@given(n_tasks=st.integers(1, 12), fanout=st.integers(2, 3), phases=st.integers(1, 3),
+       node=st.sampled_from([None, 2, 3]), seed=st.integers(0, 2**20))
+def test_timeline_tree_replay_agrees_with_simulate(n_tasks, fanout, phases, node, seed):
+    rng = np.random.default_rng(seed)
+    trace = jl.Trace(jitter=rng.choice([0.0, 1.0, 4.0, 9.0], 7),
+                     gap=rng.choice([0.5, 3.0, 12.0], 7))
+    barrier = jl.TreeBarrier(fanout=fanout, send=0.5, recv=0.75, latency=2.0,
+                             cores_per_node=node, intra_node_latency=0.25 if node else None)
+    times = rng.uniform(0, trace.duration, n_tasks)
+    segments = timeline_segments(trace, times, 6.0, barrier=barrier, phases=phases)
+    assert (segments.end >= segments.start).all()
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"starts": [0, 10]}, "start rows"),
+    ({"starts": [0.0, np.nan]}, "start times"),
+    ({"starts": ["a", "b"]}, "integers"),
+    ({"starts": []}, "non-empty"),
+    ({"starts": list(range(65))}, "at most"),
+    ({"phases": 0}, "phases"),
+    ({"barrier": "tree"}, "barrier"),
+])
+def test_timeline_bad_input(kwargs, message):
+    arguments = {"starts": [0, 6], "work": 100, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        timeline_segments(FIG2, **arguments)
+    with pytest.raises(ValueError, match="labels"):
+        plot_timeline(FIG2, [0, 6], 100, labels=["only one"])
+
+
+def test_log2_task_axis_labels_powers_of_two():
+    from jitterlab.plotting import log2_task_axis
+
+    _, ax = plt.subplots()
+    ax.plot([1, 65536], [0, 1])
+    log2_task_axis(ax, 1, 65536)
+    ax.figure.canvas.draw()
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert labels == ["1", "4", "16", "64", "256", "1K", "4K", "16K", "64K"]
+    assert ax.get_xscale() == "log"
+    with pytest.raises(ValueError, match="n_min"):
+        log2_task_axis(ax, 0, 8)

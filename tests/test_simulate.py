@@ -287,3 +287,13 @@ def test_slowdowns_agree_with_loggopsim_on_its_noise_trace():
                          for seed in range(8)])
         se = math.sqrt(ours.var(ddof=1) / ours.size + theirs.var(ddof=1) / theirs.size)
         assert abs(ours.mean() - theirs.mean()) < 3 * se
+
+
+def test_worked_example_in_cycles_converted_to_seconds():
+    # 1 GHz cycles are not exact in binary seconds: ties must still be ties
+    trace = jl.Trace(jitter=FIG2_JITTER, gap=FIG2_GAP, unit="cycles", frequency_hz=1e9)
+    ds = jl.simulate(trace, n_tasks=3, work=100e-9, start=[0, 6, 4], detail=True)
+    np.testing.assert_allclose(ds["compute_time"].isel(phase=0).values * 1e9, [130, 165, 100])
+    x = (sum(FIG2_JITTER[:4]) + sum(FIG2_GAP[:4]) + FIG2_JITTER[4]) / 1e9
+    assert (walk(trace.jitter_seconds, trace.gap_seconds, x, 100e-9) - x) * 1e9 == \
+        pytest.approx(100)
