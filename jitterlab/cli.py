@@ -155,10 +155,11 @@ def _add_measure_parsers(commands) -> None:
     benchmarks = measure.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
     _add_measure_detour(benchmarks)
     _add_measure_fwq(benchmarks)
-    # Further benchmarks (``measure pb``: the Parallel Benchmark under MPI) go here, each
-    # in its own ``_add_measure_<name>(benchmarks)`` that ends with
-    # ``set_defaults(run=<function(args, parser) -> exit status>, parser=<its parser>)``;
-    # ``_add_output_options`` and ``_check_overwrite`` give the common --output/--force.
+    _add_measure_pb(benchmarks)
+    # Further benchmarks go here, each in its own ``_add_measure_<name>(benchmarks)`` that
+    # ends with ``set_defaults(run=<function(args, parser) -> exit status>, parser=<its
+    # parser>)``; ``_add_output_options`` and ``_check_overwrite`` give the common
+    # --output/--force.
 
 
 def _add_output_options(parser: argparse.ArgumentParser, help_text: str) -> None:
@@ -215,6 +216,64 @@ def _add_measure_fwq(benchmarks) -> None:
     _add_cpu_option(fwq)
     _add_output_options(fwq, "samples file: .nc (netCDF) or .csv (optionally .csv.gz)")
     fwq.set_defaults(run=_measure_fwq, parser=fwq)
+
+
+def _add_measure_pb(benchmarks) -> None:
+    pb = benchmarks.add_parser(
+        "pb",
+        help="Parallel Benchmark under MPI: compute, barrier and iteration times per rank",
+        description="Garg & De's Parallel Benchmark; run it under MPI: mpiexec -n N jitterlab "
+        "measure pb .... Every rank repeats: a random busy-wait, a barrier, WORK seconds of "
+        "calibrated work, a barrier, and (by default) a broadcast of rank 0's elapsed time; "
+        "it records the compute, barrier and iteration time of every iteration. The samples "
+        "are gathered to rank 0 every few seconds and stored in FILE.pb/, so a killed run "
+        "keeps every completed chunk; at the end rank 0 writes FILE (netCDF) and removes the "
+        "chunks. Only rank 0 prints. Needs mpi4py (pip install 'jitterlab[mpi]').",
+    )
+    pb.add_argument("--work", metavar="S", type=float, required=True,
+                    help="undisturbed length of the work of one iteration in seconds "
+                    "(e.g. 300e-6)")
+    pb.add_argument("--duration", metavar="S", type=float, required=True,
+                    help="measured time in seconds")
+    _add_output_options(pb, "result file (.nc, netCDF)")
+    pb.add_argument("--no-random-wait", action="store_true",
+                    help="no random busy-wait before the first barrier of an iteration")
+    pb.add_argument("--max-wait", metavar="S", type=float, default=None,
+                    help="longest random wait in seconds (default: WORK)")
+    pb.add_argument("--no-broadcast", action="store_true",
+                    help="no broadcast of rank 0's elapsed time after each iteration (the "
+                    "ranks agree on the number of iterations between chunks instead)")
+    pb.add_argument("--seed", metavar="N", type=int, default=0,
+                    help="seed of the random waits; rank r draws from (N, r) (default: 0)")
+    pb.add_argument("--chunk-seconds", metavar="S", type=float, default=2.0,
+                    help="gather and store the samples every S seconds (default: 2)")
+    pb.add_argument("--max-samples", metavar="N", type=int, default=None,
+                    help="keep at most N raw samples per rank (the histograms count every "
+                    "iteration; default: keep all)")
+    pb.add_argument("--keep-chunks", action="store_true",
+                    help="keep FILE.pb/ after writing FILE")
+    _quiet_unless_first_rank(pb)
+    pb.set_defaults(run=_measure_pb, parser=pb)
+
+
+#: environment variables in which MPI launchers give the rank of a process
+_RANK_VARIABLES = ("PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK")
+
+
+def _launcher_rank() -> int | None:
+    """The MPI rank the launcher gave this process (before MPI is initialised), or None."""
+    for name in _RANK_VARIABLES:
+        value = os.environ.get(name, "")
+        if value.isdigit():
+            return int(value)
+    return None
+
+
+def _quiet_unless_first_rank(parser: argparse.ArgumentParser) -> None:
+    """Under mpiexec, let only rank 0 print argparse's usage errors (all exit with 2)."""
+    if _launcher_rank() not in (None, 0):
+        parser.print_usage = lambda file=None: None
+        parser.exit = lambda status=0, message=None: sys.exit(status)
 
 
 def _check_overwrite(parser: argparse.ArgumentParser, path: Path, force: bool) -> None:
@@ -329,16 +388,113 @@ def _measure_fwq(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     return 0
 
 
+def _measure_pb(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from .bench import CycleCounterError
+    from .bench.pb import parallel_benchmark, read_pb, store_path, target_problem, write_pb
+
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        return _error(parser, "measure pb needs mpi4py and an MPI library: pip install "
+                      "'jitterlab[mpi]', then run it under mpiexec -n N")
+    comm = MPI.COMM_WORLD
+    root = comm.Get_rank() == 0
+
+    def fail(message: str, status: int = 2) -> int:
+        if root:
+            if status == 2:
+                parser.error(message)  # usage, message, exit status 2
+            _error(parser, message, status)
+        return status
+
+    output: Path = args.output
+    if _suffix(output) != ".nc" or output.name.lower().endswith(".gz"):
+        return fail(f"cannot tell the output format from {output.name!r}: use .nc (netCDF)")
+    store = store_path(output)
+    # rank 0 decides before anything is measured; every rank exits with the same status
+    problem = target_problem(output, args.force) if root else None
+    problem = comm.bcast(problem, root=0)
+    if problem is not None:
+        return fail(problem)
+    _configure_logging(False)
+    try:
+        dataset = parallel_benchmark(
+            args.work, args.duration, output, random_wait=not args.no_random_wait,
+            broadcast=not args.no_broadcast, max_wait=args.max_wait, seed=args.seed,
+            chunk_seconds=args.chunk_seconds, max_samples=args.max_samples,
+            overwrite=args.force, keep_chunks=args.keep_chunks,
+            progress=not args.no_progress, command=_command_line(args))
+    except ValueError as exc:
+        return fail(str(exc))
+    except (CycleCounterError, FileExistsError, RuntimeError, MPI.Exception) as exc:
+        return fail(str(exc), 1)
+    except KeyboardInterrupt:
+        if not root:
+            return 130
+        try:
+            dataset = read_pb(store)
+        except ValueError as exc:
+            return _error(parser, f"interrupted; nothing to save ({exc})", 130)
+        write_pb(dataset, output)
+        _print_pb_summary(output, dataset)
+        print(f"Interrupted after {dataset.attrs['measured_duration']:.3g} s; the chunks "
+              f"stay in {store}", file=sys.stderr)
+        return 130
+    if root:
+        _print_pb_summary(output, dataset)
+    return 0
+
+
+def _print_pb_summary(path: Path, dataset) -> None:
+    """What a Parallel Benchmark run measured: the set-up, then per rank mean and p99."""
+    attrs = dataset.attrs
+    n_ranks, n_nodes = attrs["n_ranks"], attrs["n_nodes"]
+    wait = (f"random wait up to {_seconds(attrs['max_wait'])}" if attrs["random_wait"]
+            else "no random wait")
+    state = "complete" if attrs.get("complete") else "incomplete"
+    print(f"{path}: Parallel Benchmark ({state}), {n_ranks} rank{'s' * (n_ranks != 1)} on "
+          f"{n_nodes} node{'s' * (n_nodes != 1)}, w = {_seconds(attrs['work'])}, {wait}, "
+          f"{'broadcast' if attrs['broadcast'] else 'no broadcast'}; "
+          f"{attrs['iterations']} iterations in {_seconds(attrs['measured_duration'])}")
+    samples = dataset.sizes["sample"]
+    counted = ("" if samples == attrs["iterations"]
+               else f" (first {samples} samples; the histograms count all iterations)")
+    print(f"{attrs.get('mpi_vendor', 'MPI')} {attrs.get('mpi_vendor_version', '')}; per "
+          f"rank, mean / p99{counted}:")
+    header = ["rank", "host", "cpu", "compute", "barrier", "iteration"]
+    rows = []
+    for rank in range(n_ranks):
+        row = [str(rank), str(dataset["host"].values[rank]), str(dataset["cpu"].values[rank])]
+        for quantity in ("compute", "barrier", "iteration"):
+            values = dataset[quantity].values[rank]
+            if values.size:
+                row.append(f"{_seconds(values.mean())} / "
+                           f"{_seconds(float(np.quantile(values, 0.99)))}")
+            else:
+                row.append("-")
+        rows.append(row)
+    widths = [max(len(item) for item in column) for column in zip(header, *rows, strict=True)]
+    for row in [header, *rows]:
+        print("  " + "  ".join(item.ljust(width) for item, width in zip(row, widths,
+                                                                         strict=True)))
+    if attrs.get("oversubscribed"):
+        print("Note: more ranks than CPUs on a host: the ranks shared CPUs, so their noise "
+              "is not independent (see docs/measure.md).")
+
+
 # --------------------------------------------------------------------------------------
 # jitterlab info FILE
 # --------------------------------------------------------------------------------------
 def _add_info_parser(commands) -> None:
     info = commands.add_parser(
         "info",
-        help="summarise a trace file, a detour run directory or an FWQ file",
+        help="summarise a trace file, a detour run directory, an FWQ file or a Parallel "
+        "Benchmark result",
         description="Print the summary statistics and the attributes of a jitter trace "
         "(any file jitterlab.read_trace reads), of a detour run directory (also an "
-        "interrupted one) or of FWQ samples.",
+        "interrupted one), of FWQ samples or of a Parallel Benchmark result (its netCDF "
+        "file or chunk directory: per-rank mean and p99 of the compute, barrier and "
+        "iteration times).",
     )
     info.add_argument("file", metavar="FILE", type=Path)
     info.add_argument("--format", metavar="NAME", default=None,
@@ -347,9 +503,10 @@ def _add_info_parser(commands) -> None:
 
 
 def _info(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from .bench import read_detour, read_fwq_samples
-    from .bench._chunks import is_store
+    from .bench import read_detour, read_fwq_samples, read_pb
+    from .bench._chunks import store_kind
     from .bench.fwq import is_fwq_samples_file
+    from .bench.pb import is_pb_file
     from .io import read_trace
 
     path: Path = args.file
@@ -357,12 +514,20 @@ def _info(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error(f"{path} does not exist")
     try:
         if path.is_dir():
-            if not is_store(path):
-                parser.error(f"{path} is a directory but not a detour run")
+            kind = store_kind(path)
+            if kind == "pb":
+                _print_pb_info(path, read_pb(path))
+                return 0
+            if kind != "detour":
+                parser.error(f"{path} is a directory but not a detour run (nor a Parallel "
+                             "Benchmark run)")
             trace = read_detour(path)
             kind = "detour run" + ("" if trace.attrs.get("complete") else " (incomplete)")
         elif args.format is None and is_fwq_samples_file(path):
             _print_fwq_info(path, read_fwq_samples(path))
+            return 0
+        elif args.format is None and is_pb_file(path):
+            _print_pb_info(path, read_pb(path))
             return 0
         else:
             trace = read_trace(path, format=args.format)
@@ -438,6 +603,15 @@ def _print_fwq_info(path: Path, law) -> None:
     print("statistics:")
     _print_table(rows)
     _print_attrs(attrs)
+
+
+def _print_pb_info(path: Path, dataset) -> None:
+    _print_pb_summary(path, dataset)
+    histogram_total = dataset["iteration_hist"].sum("bin").values
+    print(f"histograms: {dataset.sizes['bin']} bins from {_seconds(dataset['bin_edges'][1])} "
+          f"to {_seconds(dataset['bin_edges'][-2])} (plus [0, ...) and [..., inf)); "
+          f"iterations counted per rank: {', '.join(map(str, histogram_total.tolist()))}")
+    _print_attrs(dataset.attrs)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -9,16 +9,20 @@
   congruential generator of Garg & De's Parallel Benchmark; files via
   :func:`write_fwq_samples` and :func:`read_fwq_samples` (output of LLNL's FWQ tool is
   read by :func:`jitterlab.io.read_fwq`).
+* :func:`parallel_benchmark` — Garg & De's Parallel Benchmark under MPI (mpi4py): the
+  compute, barrier and iteration times of work-barrier iterations on every rank, with or
+  without the random wait and the broadcast; read back with :func:`read_pb`.
 * :func:`calibrate_tsc` — the rate of the timestamp counter [Hz].
 
-The command line runs them as ``jitterlab measure detour`` and ``jitterlab measure fwq``;
-see ``docs/measure.md``.
+The command line runs them as ``jitterlab measure detour``, ``jitterlab measure fwq`` and
+``mpiexec -n N jitterlab measure pb``; see ``docs/measure.md``.
 """
 
 from ._tsc import CycleCounterError, TscCalibration, TscWarning, calibrate_tsc, read_cycles
 from .detour import detour, read_detour
 from .fwq import fwq, lcg_work, read_fwq_samples, write_fwq_samples
+from .pb import parallel_benchmark, read_pb, write_pb
 
 __all__ = ["detour", "read_detour", "fwq", "lcg_work", "read_fwq_samples",
-           "write_fwq_samples", "calibrate_tsc", "read_cycles", "TscCalibration",
-           "CycleCounterError", "TscWarning"]
+           "write_fwq_samples", "parallel_benchmark", "read_pb", "write_pb", "calibrate_tsc",
+           "read_cycles", "TscCalibration", "CycleCounterError", "TscWarning"]

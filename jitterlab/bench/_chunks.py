@@ -34,7 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["ChunkWriter", "read_store", "is_store", "remove_store", "FORMAT", "VERSION"]
+__all__ = ["ChunkWriter", "read_store", "is_store", "store_kind", "remove_store", "FORMAT",
+           "VERSION"]
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +82,19 @@ def is_store(path) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(document, dict) and document.get("format") == FORMAT
+
+
+def store_kind(path) -> str | None:
+    """The ``kind`` of the chunk store at ``path`` (``"detour"``, ``"pb"``), else None."""
+    path = Path(path)
+    try:
+        document = json.loads((path / METADATA).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        return None
+    kind = document.get("kind")
+    return kind if isinstance(kind, str) else None
 
 
 def remove_store(path) -> None:
