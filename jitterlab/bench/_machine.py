@@ -96,3 +96,16 @@ def check_seconds(name: str, value) -> float:
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be finite and > 0 seconds, got {value!r}")
     return value
+
+
+def check_integer(name: str, value, minimum: int) -> int:
+    """``value`` as an int >= ``minimum``, or ValueError naming ``name``."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise ValueError(f"{name} must be an integer, got {value!r}") from None
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    return value

@@ -17,7 +17,6 @@ from __future__ import annotations
 import gzip
 import json
 import math
-import operator
 from pathlib import Path
 
 import numba
@@ -25,7 +24,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ..noise import Empirical
-from ._machine import check_seconds, machine_attrs, pinned, resolve_cpu, utc_now
+from ._machine import check_integer, check_seconds, machine_attrs, pinned, resolve_cpu, utc_now
 from ._tsc import calibrate_tsc, check_cycle_counter, read_tsc
 
 __all__ = ["fwq", "lcg_work", "read_fwq_samples", "write_fwq_samples", "LCG_A", "LCG_B",
@@ -70,20 +69,8 @@ def _lcg_python(iterations: int, seed: int) -> int:
     return x
 
 
-def _check_count(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool):
-        raise ValueError(f"{name} must be an integer, got {value!r}")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise ValueError(f"{name} must be an integer, got {value!r}") from None
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
-    return value
-
-
 def _check_seed(seed) -> int:
-    seed = _check_count("seed", seed, 1)
+    seed = check_integer("seed", seed, 1)
     if seed >= LCG_P:
         raise ValueError(f"seed must be < p = 2**31 - 1, got {seed!r}")
     return seed
@@ -125,7 +112,7 @@ def lcg_work(iterations: int, seed: int = 1) -> int:
     >>> lcg_work(2, seed=1)
     182605794
     """
-    iterations = _check_count("iterations", iterations, 0)
+    iterations = check_integer("iterations", iterations, 0)
     seed = _check_seed(seed)
     return int(_lcg(np.int64(iterations), np.int64(seed)))
 
@@ -254,7 +241,7 @@ def fwq(work: float, samples: int, cpu: int | None = None, kernel: str = "lcg",
     """
     requested = (work, samples, cpu)
     work = check_seconds("work", work)
-    samples = _check_count("samples", samples, 1)
+    samples = check_integer("samples", samples, 1)
     if kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
     seed = _check_seed(seed)

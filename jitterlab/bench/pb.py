@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import logging
 import math
-import operator
 import os
 import platform
 from pathlib import Path
@@ -45,7 +44,7 @@ import numpy as np
 from tqdm import tqdm
 
 from . import _chunks
-from ._machine import check_seconds, cpu_model, pinned, utc_now
+from ._machine import check_integer, check_seconds, cpu_model, pinned, utc_now
 from ._mpi import call_barrier, call_bcast, handle, mpi_description, mpi_functions
 from ._tsc import CycleCounterError, calibrate_tsc, check_cycle_counter, read_tsc
 from .detour import _DeferredInterrupt
@@ -283,27 +282,15 @@ def _check_arguments(work, duration, output, random_wait, broadcast, max_wait, s
             raise ValueError(f"max_wait must be finite and >= 0 seconds, got {max_wait!r}")
     if not random_wait:
         max_wait = 0.0
-    seed = _check_integer("seed", seed, 0)
+    seed = check_integer("seed", seed, 0)
     if max_samples is not None:
-        max_samples = _check_integer("max_samples", max_samples, 0)
+        max_samples = check_integer("max_samples", max_samples, 0)
     output = Path(output)
     if output.suffix.lower() != ".nc":
         raise ValueError(f"{output.name}: the Parallel Benchmark writes netCDF; name the "
                          "output FILE.nc")
     return work, duration, output, bool(random_wait), bool(broadcast), max_wait, seed, \
         chunk_seconds, max_samples
-
-
-def _check_integer(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool):
-        raise ValueError(f"{name} must be an integer, got {value!r}")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise ValueError(f"{name} must be an integer, got {value!r}") from None
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
-    return value
 
 
 def store_path(output) -> Path:
