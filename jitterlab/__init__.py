@@ -7,7 +7,7 @@ of jitter traces (:class:`Trace`, :func:`simulate`).
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import bench, io, noise, synthetic
+from . import bench, characterize, datasets, io, noise, synthetic, validate
 from .bounds import arrival_offsets, barrier_time, theorem1_bounds, tree_depth
 from .io import read_trace
 from .maxofn import max_of_n
@@ -23,5 +23,5 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 __all__ = [
     "noise", "max_of_n", "theorem1_bounds", "tree_depth", "arrival_offsets", "barrier_time",
     "Trace", "read_trace", "synthetic_trace", "coscheduled_trace", "simulate", "TreeBarrier",
-    "io", "synthetic", "bench", "__version__",
+    "io", "synthetic", "bench", "characterize", "validate", "datasets", "__version__",
 ]

@@ -1,24 +1,52 @@
-"""Shipped data: values transcribed from the source papers, each with a provenance record.
+"""Shipped data: values transcribed from the source papers and measurements of a machine.
 
-The files live in the ``data/`` folder next to the package (a source checkout): a table
-``data/NAME.csv`` and its provenance record ``data/NAME.md`` (paper, section or figure,
-what each number is, units, checksum).
+The files live in the ``data/`` folder next to the package (a source checkout):
+
+* ``data/NAME.csv`` — numbers transcribed from a paper, with the provenance record
+  ``data/NAME.md`` (paper, section or figure, what each number is, units, checksum);
+  :func:`load_paper_values`.
+* ``data/measured/`` — measurements of one machine made with jitterlab's own benchmarks
+  (detour traces, FWQ samples, Parallel Benchmark runs), recorded by
+  ``python data/record_measurements.py``. ``data/measured/manifest.json`` lists every
+  file with what it is, the machine, the date, the exact command, the units and its
+  SHA-256; ``data/measured/PROVENANCE.md`` says the same for people.
+  :func:`list_measurements`, :func:`load_detour`, :func:`load_fwq`, :func:`load_pb`.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import math
 import re
 from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["DATA_DIR", "PAPER_VALUE_COLUMNS", "load_paper_values"]
+__all__ = ["DATA_DIR", "PAPER_VALUE_COLUMNS", "MEASUREMENT_COLUMNS", "RECORD_COMMAND",
+           "load_paper_values", "list_measurements", "measurement_path", "load_detour",
+           "load_fwq", "load_pb"]
 
 #: the ``data/`` folder of a source checkout: the package's parent directory + ``data``
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
 #: columns of every table of transcribed paper values
 PAPER_VALUE_COLUMNS = ("quantity", "value", "unit", "source", "note")
+
+#: how to (re-)record the measurements of ``data/measured/``
+RECORD_COMMAND = "python data/record_measurements.py"
+
+#: folder of the measurements, inside ``DATA_DIR``, and its machine-readable index
+MEASURED = "measured"
+MANIFEST = "manifest.json"
+MANIFEST_FORMAT = "jitterlab measurements manifest"
+MANIFEST_VERSION = 1
+
+#: columns of :func:`list_measurements`, in order
+MEASUREMENT_COLUMNS = ("file", "kind", "variant", "cpu", "ranks", "work", "threshold",
+                       "duration", "quick", "oversubscribed", "collected_at", "host",
+                       "cpu_model", "n_cpus", "kernel", "bytes", "sha256", "command",
+                       "description")
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
@@ -74,3 +102,265 @@ def load_paper_values(name: str = "garg_de_2006") -> pd.DataFrame:
     table = table[list(PAPER_VALUE_COLUMNS)]
     table.attrs["path"] = str(path)
     return table
+
+
+# --------------------------------------------------------------------------------------
+# measurements of this machine: data/measured/
+# --------------------------------------------------------------------------------------
+def _measured_dir() -> Path:
+    return DATA_DIR / MEASURED
+
+
+def _how_to_record() -> str:
+    return (f"record the measurements of this machine with `{RECORD_COMMAND}` (from the "
+            "source checkout; add --quick for a few seconds per benchmark)")
+
+
+def _read_manifest() -> dict:
+    path = _measured_dir() / MANIFEST
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist, so no measurements are shipped "
+                                f"here: {_how_to_record()}")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as err:
+        raise ValueError(f"{path}: not valid JSON ({err}); {_how_to_record()}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
+        raise ValueError(f"{path} is not a jitterlab measurements manifest")
+    if manifest.get("version") != MANIFEST_VERSION:
+        raise ValueError(f"{path}: manifest version {manifest.get('version')!r}; this "
+                         f"jitterlab reads version {MANIFEST_VERSION}")
+    return manifest
+
+
+def list_measurements() -> pd.DataFrame:
+    """The measurements shipped in ``data/measured/``, one row per file.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``file`` (the name inside ``data/measured/``), with the columns of
+        :data:`MEASUREMENT_COLUMNS`: ``kind`` (``"detour"``, ``"fwq"`` or ``"pb"``),
+        ``variant`` (``"fixed_threshold"`` or ``"default_threshold"`` for detour
+        traces, ``"default"`` or ``"no_wait_no_bcast"`` for PB runs), ``cpu`` (detour
+        and FWQ), ``ranks`` (PB), ``work`` [s] (FWQ and PB), ``threshold`` [s]
+        (detour), ``duration`` (requested) [s], ``quick`` (recorded with ``--quick``:
+        a few seconds, for development only), ``oversubscribed`` (PB with more ranks
+        than CPUs: the noise of the ranks is not independent), ``collected_at`` (ISO
+        UTC), ``host``, ``cpu_model``, ``n_cpus``, ``kernel``, ``bytes``, ``sha256``,
+        ``command`` (exactly as run) and ``description``. ``df.attrs`` holds the
+        manifest's top-level entries (the recording command, the machine, the
+        jitterlab version and commit) and ``path``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``data/measured/manifest.json`` does not exist; the message says how to
+        record the measurements.
+    """
+    manifest = _read_manifest()
+    rows = []
+    for entry in manifest.get("files", []):
+        machine = entry.get("machine", {})
+        row = {column: entry.get(column) for column in MEASUREMENT_COLUMNS}
+        for key in ("host", "cpu_model", "n_cpus", "kernel"):
+            row[key] = machine.get(key)
+        rows.append(row)
+    table = pd.DataFrame(rows, columns=list(MEASUREMENT_COLUMNS)).set_index("file")
+    for column in ("work", "threshold", "duration"):
+        table[column] = pd.to_numeric(table[column], errors="coerce").astype("float64")
+    for column in ("cpu", "ranks", "n_cpus", "bytes"):
+        table[column] = pd.array(table[column].tolist(), dtype="Int64")
+    for column in ("quick", "oversubscribed"):
+        table[column] = pd.array(table[column].tolist(), dtype="boolean")
+    table.attrs = {key: value for key, value in manifest.items() if key != "files"}
+    table.attrs["path"] = str(_measured_dir() / MANIFEST)
+    return table
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _describe(entry: dict) -> str:
+    parts = [entry.get("kind", "?")]
+    for key in ("variant", "cpu", "ranks", "work"):
+        if entry.get(key) is not None:
+            parts.append(f"{key}={entry[key]!r}")
+    return " ".join(parts)
+
+
+def _select(kind: str, what: str, **wanted) -> dict:
+    """The one manifest entry of ``kind`` whose fields equal ``wanted`` (floats within
+    a relative 1e-9); ValueError listing what is available otherwise."""
+    entries = [e for e in _read_manifest().get("files", []) if e.get("kind") == kind]
+
+    def matches(entry):
+        for key, value in wanted.items():
+            have = entry.get(key)
+            if value is None:
+                continue
+            if isinstance(value, float):
+                if have is None or not math.isclose(float(have), value, rel_tol=1e-9):
+                    return False
+            elif have != value:
+                return False
+        return True
+
+    found = [e for e in entries if matches(e)]
+    if len(found) == 1:
+        return found[0]
+    available = "; ".join(_describe(e) for e in entries) or "none"
+    if not found:
+        raise ValueError(f"no shipped {what} with "
+                         f"{', '.join(f'{k}={v!r}' for k, v in wanted.items())}; "
+                         f"available {kind} measurements: {available}")
+    raise ValueError(f"{len(found)} shipped {what}s match "
+                     f"{', '.join(f'{k}={v!r}' for k, v in wanted.items())}; narrow the "
+                     f"choice ({available})")
+
+
+def measurement_path(entry_or_file, verify: bool = True) -> Path:
+    """The path of a shipped measurement, checked against its manifest entry.
+
+    Parameters
+    ----------
+    entry_or_file : str or dict
+        A file name of :func:`list_measurements` (its index) or a manifest entry.
+    verify : bool, default True
+        Check the file's SHA-256 against the manifest.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file is missing (the message names the path and how to record it).
+    ValueError
+        If the file is not in the manifest, or its checksum differs from the manifest's
+        (the file was changed after it was recorded).
+    """
+    if isinstance(entry_or_file, dict):
+        entry = entry_or_file
+    else:
+        entries = {e.get("file"): e for e in _read_manifest().get("files", [])}
+        if entry_or_file not in entries:
+            raise ValueError(f"{entry_or_file!r} is not listed in "
+                             f"{_measured_dir() / MANIFEST}; listed: {sorted(entries)}")
+        entry = entries[entry_or_file]
+    name = entry.get("file")
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(f"manifest entry with a bad file name {name!r}")
+    path = _measured_dir() / name
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is listed in the manifest but does not exist: "
+                                f"{_how_to_record()}")
+    if verify and _sha256(path) != entry.get("sha256"):
+        raise ValueError(f"{path}: its SHA-256 differs from the manifest's, so it changed "
+                         f"after it was recorded; {_how_to_record()}")
+    return path
+
+
+def load_detour(cpu: int = 0, variant: str = "fixed_threshold"):
+    """The shipped detour trace of one CPU of the measured machine.
+
+    Parameters
+    ----------
+    cpu : int, default 0
+        The CPU the busy loop was pinned to.
+    variant : {"fixed_threshold", "default_threshold"}
+        ``"fixed_threshold"``: the main trace, at the fixed threshold of the recording
+        (300 ns, as the sysjitter reference run); ``"default_threshold"``: a shorter run
+        at jitterlab's default threshold, max(10·t_min, 4·median loop time).
+
+    Returns
+    -------
+    jitterlab.Trace
+        In CPU cycles with ``frequency_hz``, as :func:`jitterlab.bench.detour` returns
+        it; ``attrs`` record the CPU, threshold, t_min, machine, date and command.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the measurements have not been recorded (``python
+        data/record_measurements.py``).
+    ValueError
+        If no trace of that CPU and variant is shipped (the message lists those that
+        are), or the file's checksum differs from the manifest's.
+    """
+    from .io import read_trace
+
+    if variant not in ("fixed_threshold", "default_threshold"):
+        raise ValueError(f"variant must be 'fixed_threshold' or 'default_threshold', "
+                         f"got {variant!r}")
+    entry = _select("detour", "detour trace", cpu=int(cpu), variant=variant)
+    return read_trace(measurement_path(entry))
+
+
+def load_fwq(work: float, cpu: int | None = None):
+    """The shipped FWQ samples of one work quantum: the law of w + δ.
+
+    Parameters
+    ----------
+    work : float
+        The quantum w of the recording (Garg & De used 300e-6, 13e-3 and 83e-3). [s]
+    cpu : int, optional
+        The CPU, when quanta were recorded on several.
+
+    Returns
+    -------
+    jitterlab.noise.Empirical
+        The measured times w + δ [s], with ``sequence`` (in measured order) and
+        ``attrs`` (work, LCG iterations, calibration, CPU, machine, date, command), as
+        :func:`jitterlab.bench.read_fwq_samples` returns them.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the measurements have not been recorded.
+    ValueError
+        If no samples of that quantum (and CPU) are shipped, or the checksum differs.
+    """
+    from .bench import read_fwq_samples
+
+    work = float(work)
+    entry = _select("fwq", "FWQ sample", work=work, cpu=None if cpu is None else int(cpu))
+    return read_fwq_samples(measurement_path(entry))
+
+
+def load_pb(ranks: int = 2, variant: str = "default"):
+    """A shipped run of the Parallel Benchmark (Garg & De 2006, Algorithm 1).
+
+    Parameters
+    ----------
+    ranks : int, default 2
+        Number of MPI processes. Runs with more ranks than the machine has CPUs are
+        marked ``oversubscribed`` (their noise is not independent across ranks).
+    variant : {"default", "no_wait_no_bcast"}
+        ``"default"``: with the random wait and the broadcast of Algorithm 1;
+        ``"no_wait_no_bcast"``: without either (the set-up of Garg & De's Fig. 3/4
+        comparison).
+
+    Returns
+    -------
+    xarray.Dataset
+        As :func:`jitterlab.bench.read_pb` returns it: ``compute`` (w + δ),
+        ``barrier`` (b) and ``iteration`` (θ = t_e − t_s) with dims (``rank``,
+        ``sample``) [s], their histograms, per-rank ``host``, ``node``, ``cpu`` and
+        the run's attributes.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the measurements have not been recorded.
+    ValueError
+        If no run of that size and variant is shipped, or the checksum differs.
+    """
+    from .bench import read_pb
+
+    if variant not in ("default", "no_wait_no_bcast"):
+        raise ValueError(f"variant must be 'default' or 'no_wait_no_bcast', got {variant!r}")
+    entry = _select("pb", "Parallel Benchmark run", ranks=int(ranks), variant=variant)
+    return read_pb(measurement_path(entry))

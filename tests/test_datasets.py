@@ -1,14 +1,24 @@
-"""Shipped paper values: loader, provenance record and consistency with the package."""
+"""Shipped data: paper values and measurements of this machine; loaders, provenance
+records and checksums, consistency with the package."""
 
 import hashlib
+import json
 import re
+import shutil
 
 import numpy as np
 import pytest
 
 import jitterlab as jl
 from jitterlab import datasets
-from jitterlab.datasets import PAPER_VALUE_COLUMNS, load_paper_values
+from jitterlab.datasets import (
+    PAPER_VALUE_COLUMNS,
+    list_measurements,
+    load_detour,
+    load_fwq,
+    load_paper_values,
+    load_pb,
+)
 
 
 @pytest.fixture(scope="module")
@@ -92,3 +102,204 @@ def test_malformed_table(monkeypatch, tmp_path):
     (tmp_path / "short.csv").write_text("quantity,value\na,1\n", encoding="utf-8")
     with pytest.raises(ValueError, match="lacks the column"):
         load_paper_values("short")
+
+
+# --------------------------------------------------------------------------------------
+# measurements of this machine: data/measured/ (recorded by data/record_measurements.py)
+# --------------------------------------------------------------------------------------
+MEASURED = datasets.DATA_DIR / "measured"
+FWQ_WORKS = (300e-6, 13e-3, 83e-3)
+PB_RUNS = [(2, "default"), (2, "no_wait_no_bcast"), (4, "default"), (8, "default")]
+
+
+@pytest.fixture(scope="module")
+def measurements():
+    return list_measurements()
+
+
+@pytest.fixture(scope="module")
+def manifest():
+    return json.loads((MEASURED / "manifest.json").read_text(encoding="utf-8"))
+
+
+def test_every_measurement_is_listed(measurements):
+    assert tuple(measurements.columns) == datasets.MEASUREMENT_COLUMNS[1:]
+    assert measurements.index.name == "file" and measurements.index.is_unique
+    assert set(measurements["kind"]) == {"detour", "fwq", "pb"}
+    detour = measurements[measurements["kind"] == "detour"]
+    n_cpus = int(measurements["n_cpus"].iloc[0])
+    for variant in ("fixed_threshold", "default_threshold"):
+        cpus = sorted(detour.loc[detour["variant"] == variant, "cpu"].tolist())
+        assert cpus == list(range(n_cpus)), f"a {variant} detour trace of every CPU"
+    assert sorted(measurements.loc[measurements["kind"] == "fwq", "work"]) == \
+        pytest.approx(sorted(FWQ_WORKS))
+    pb = measurements[measurements["kind"] == "pb"]
+    assert sorted(zip(pb["ranks"], pb["variant"], strict=True)) == sorted(PB_RUNS)
+    assert (pb["oversubscribed"] == (pb["ranks"] > pb["n_cpus"])).all()
+    assert measurements["quick"].notna().all()
+    assert measurements["command"].str.startswith(("jitterlab measure ", "mpiexec -n ")).all()
+    assert measurements.attrs["recorded_with"].startswith("python data/record_measurements.py")
+
+
+def test_files_match_their_checksums(measurements):
+    for name, row in measurements.iterrows():
+        data = (MEASURED / name).read_bytes()
+        assert len(data) == row["bytes"], name
+        assert hashlib.sha256(data).hexdigest() == row["sha256"], \
+            f"{name} changed after it was recorded: re-record with python " \
+            "data/record_measurements.py"
+
+
+def test_measured_folder_holds_only_listed_files(measurements):
+    present = {p.name for p in MEASURED.iterdir() if not p.name.startswith(".")}
+    assert present == set(measurements.index) | {"manifest.json", "PROVENANCE.md"}
+
+
+def test_data_folder_stays_small():
+    total = sum(p.stat().st_size for p in datasets.DATA_DIR.rglob("*") if p.is_file())
+    assert total < 5_000_000, f"data/ holds {total / 1e6:.1f} MB"
+
+
+def test_provenance_record_lists_every_file(measurements):
+    record = (MEASURED / "PROVENANCE.md").read_text(encoding="utf-8")
+    for name, row in measurements.iterrows():
+        assert f"`{name}`" in record and row["sha256"] in record
+        assert row["command"] in record
+    assert ("Quick recording" in record) == bool(measurements["quick"].any())
+
+
+def test_machine_in_the_manifest_is_the_files_own(measurements, manifest):
+    machine = manifest["machine"]
+    assert set(measurements["host"]) == {machine["host"]}
+    for cpu in range(int(machine["n_cpus"])):
+        attrs = load_detour(cpu).attrs
+        assert (attrs["host"], attrs["cpu_model"], attrs["kernel"]) == \
+            (machine["host"], machine["cpu_model"], machine["kernel"])
+
+
+@pytest.mark.parametrize("variant", ["fixed_threshold", "default_threshold"])
+def test_load_detour(measurements, variant):
+    rows = measurements[(measurements["kind"] == "detour")
+                        & (measurements["variant"] == variant)]
+    for _, row in rows.iterrows():
+        trace = load_detour(cpu=int(row["cpu"]), variant=variant)
+        assert isinstance(trace, jl.Trace)
+        assert trace.unit == "cycles" and trace.frequency_hz > 1e8
+        attrs = trace.attrs
+        assert attrs["source"] == "jitterlab.bench.detour" and attrs["complete"]
+        assert attrs["cpu"] == row["cpu"]
+        # the run ends with the loop iteration that reaches the duration (a detour)
+        assert row["duration"] <= attrs["measured_duration"] < row["duration"] * 1.01 + 0.5
+        assert attrs["command"] == row["command"]
+        threshold = attrs["threshold"]
+        if variant == "fixed_threshold":
+            assert threshold == pytest.approx(row["threshold"], rel=1e-3)
+        else:
+            default = max(10 * attrs["t_min"], 4 * attrs["median_loop_time"])
+            assert threshold == pytest.approx(default, rel=0.01)
+        # every event is a loop iteration longer than the threshold
+        assert trace.jitter.min() > attrs["threshold_cycles"]
+        assert trace.duration == pytest.approx(attrs["measured_duration"], rel=1e-9)
+
+
+@pytest.mark.parametrize("work", FWQ_WORKS)
+def test_load_fwq(measurements, work):
+    law = load_fwq(work)
+    assert isinstance(law, jl.noise.Empirical)
+    row = measurements[(measurements["kind"] == "fwq")
+                       & np.isclose(measurements["work"], work)].iloc[0]
+    assert law.attrs["work"] == work and law.attrs["cpu"] == row["cpu"]
+    assert law.attrs["samples"] == law.values.size == law.sequence.size
+    assert law.values.size == round(row["duration"] / work)
+    # the calibrated quantum is work within a few percent, noise only adds time
+    assert law.lower == pytest.approx(work, rel=0.05)
+    assert law.mean() >= law.lower
+
+
+def test_fwq_files_store_whole_counter_cycles():
+    import netCDF4
+
+    law = load_fwq(300e-6)
+    path = datasets.measurement_path(
+        list_measurements().query("kind == 'fwq'").index[0])
+    with netCDF4.Dataset(path) as handle:
+        variable = handle["iteration_time"]
+        assert variable.dtype.kind == "i"
+        assert variable.scale_factor == pytest.approx(1 / law.attrs["frequency_hz"],
+                                                      rel=1e-15)
+    cycles = law.sequence * law.attrs["frequency_hz"]
+    assert np.abs(cycles - np.round(cycles)).max() < 1e-6
+
+
+@pytest.mark.parametrize(("ranks", "variant"), PB_RUNS)
+def test_load_pb(measurements, ranks, variant):
+    ds = load_pb(ranks, variant)
+    row = measurements[(measurements["kind"] == "pb") & (measurements["ranks"] == ranks)
+                       & (measurements["variant"] == variant)].iloc[0]
+    assert ds.sizes["rank"] == ranks and ds.attrs["n_ranks"] == ranks
+    assert ds.attrs["random_wait"] == ds.attrs["broadcast"] == (variant == "default")
+    assert ds.attrs["oversubscribed"] == row["oversubscribed"]
+    assert ds.attrs["work"] == row["work"] == 300e-6
+    assert ds.attrs["command"] == row["command"].removeprefix(f"mpiexec -n {ranks} ")
+    for name in ("compute", "barrier", "iteration"):
+        assert ds[name].dims == ("rank", "sample") and ds[name].attrs["units"] == "s"
+        assert int(ds[f"{name}_hist"].sum("bin").min()) == ds.attrs["iterations"]
+    # θ = (w + δ) + b per rank and iteration
+    np.testing.assert_allclose(ds["iteration"], ds["compute"] + ds["barrier"], rtol=1e-12)
+
+
+def test_missing_manifest_says_how_to_record(monkeypatch, tmp_path):
+    monkeypatch.setattr(datasets, "DATA_DIR", tmp_path / "data")
+    pattern = re.escape(str(tmp_path / "data" / "measured" / "manifest.json")) + \
+        r".*python data/record_measurements\.py"
+    for load in (list_measurements, load_detour, lambda: load_fwq(300e-6), load_pb):
+        with pytest.raises(FileNotFoundError, match=pattern):
+            load()
+
+
+def _copy_measured(tmp_path, names) -> dict:
+    """A data/measured/ in tmp_path with the manifest and the named files."""
+    target = tmp_path / "data" / "measured"
+    target.mkdir(parents=True)
+    shutil.copy(MEASURED / "manifest.json", target)
+    for name in names:
+        shutil.copy(MEASURED / name, target)
+    return {"dir": target}
+
+
+def test_missing_file_names_its_path(monkeypatch, tmp_path, measurements):
+    name = measurements[measurements["kind"] == "pb"].index[0]
+    _copy_measured(tmp_path, [])
+    monkeypatch.setattr(datasets, "DATA_DIR", tmp_path / "data")
+    ranks, variant = measurements.loc[name, ["ranks", "variant"]]
+    with pytest.raises(FileNotFoundError,
+                       match=re.escape(str(tmp_path / "data" / "measured" / name))
+                       + r".*record_measurements\.py"):
+        load_pb(int(ranks), variant)
+
+
+def test_changed_file_fails_its_checksum(monkeypatch, tmp_path, measurements):
+    name = measurements[(measurements["kind"] == "detour")
+                        & (measurements["variant"] == "fixed_threshold")].index[0]
+    copy = _copy_measured(tmp_path, [name])
+    with open(copy["dir"] / name, "ab") as stream:
+        stream.write(b"\0")
+    monkeypatch.setattr(datasets, "DATA_DIR", tmp_path / "data")
+    with pytest.raises(ValueError, match=f"{re.escape(name)}: its SHA-256 differs"):
+        load_detour(int(measurements.loc[name, "cpu"]))
+    assert datasets.measurement_path(name, verify=False) == copy["dir"] / name
+
+
+def test_unknown_selection_lists_what_is_shipped():
+    with pytest.raises(ValueError, match=r"no shipped detour trace with cpu=999.*cpu=0"):
+        load_detour(cpu=999)
+    with pytest.raises(ValueError, match=r"no shipped FWQ sample with work=0\.001.*work=0\.0003"):
+        load_fwq(1e-3)
+    with pytest.raises(ValueError, match=r"no shipped Parallel Benchmark run with ranks=3"):
+        load_pb(3)
+    with pytest.raises(ValueError, match="variant must be"):
+        load_pb(2, "broadcast")
+    with pytest.raises(ValueError, match="variant must be"):
+        load_detour(0, "fixed")
+    with pytest.raises(ValueError, match="not listed"):
+        datasets.measurement_path("no_such_file.nc")

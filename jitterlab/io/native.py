@@ -3,8 +3,8 @@
 * **CSV** — ``# key: <json>`` lines for ``unit``, ``frequency_hz`` and every metadata
   item, then a header ``jitter,gap`` and one row per event. Numbers are written as the
   shortest text that reads back as the same float (integers without decimals).
-* **Parquet** — float64 columns ``jitter`` and ``gap``; unit, frequency and metadata as
-  one JSON document under the key ``jitterlab`` of the schema metadata.
+* **Parquet** — float64 columns ``jitter`` and ``gap`` (zstd-compressed); unit, frequency
+  and metadata as one JSON document under the key ``jitterlab`` of the schema metadata.
 * **netCDF** (via xarray) — dimension ``event``, variables ``jitter`` and ``gap`` with a
   ``units`` attribute; ``unit`` and ``frequency_hz`` as global attributes, metadata items
   as global attributes too: strings and numbers as they are, everything else (None,
@@ -81,7 +81,7 @@ def _read_csv(path, data: bytes) -> Trace:
 # Parquet
 # --------------------------------------------------------------------------------------
 def write_parquet(trace: Trace, path) -> Path:
-    """Write ``trace`` as Parquet (atomic)."""
+    """Write ``trace`` as Parquet (atomic; zstd-compressed columns)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -91,7 +91,8 @@ def write_parquet(trace: Trace, path) -> Path:
     table = pa.table({"jitter": pa.array(np.asarray(trace.jitter), pa.float64()),
                       "gap": pa.array(np.asarray(trace.gap), pa.float64())})
     table = table.replace_schema_metadata({_PARQUET_KEY: _common.to_json(document)})
-    return _common.atomic_write(path, lambda temp: pq.write_table(table, temp))
+    return _common.atomic_write(
+        path, lambda temp: pq.write_table(table, temp, compression="zstd"))
 
 
 def _read_parquet(path, data: bytes) -> Trace:
