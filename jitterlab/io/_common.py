@@ -141,6 +141,21 @@ def parse_comment(line: str) -> tuple[str, object] | None:
     return key, value
 
 
+def comment_and_data_lines(lines: list[str]
+                           ) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
+    """``#`` lines (stripped) and data lines, each as ``(line number, text)``; blank
+    lines dropped."""
+    comments: list[tuple[int, str]] = []
+    data: list[tuple[int, str]] = []
+    for number, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            comments.append((number, stripped))
+        elif stripped:
+            data.append((number, line))
+    return comments, data
+
+
 def split_comments(lines: list[str]) -> tuple[dict, list[str], list[tuple[int, str]]]:
     """Separate ``#`` lines from data lines.
 
@@ -149,21 +164,15 @@ def split_comments(lines: list[str]) -> tuple[dict, list[str], list[tuple[int, s
     """
     metadata: dict = {}
     comments: list[str] = []
-    data: list[tuple[int, str]] = []
-    for number, line in enumerate(lines, start=1):
-        stripped = line.strip()
-        if not stripped:
+    comment_lines, data = comment_and_data_lines(lines)
+    for _, stripped in comment_lines:
+        if stripped.startswith(MARKER):
             continue
-        if stripped.startswith("#"):
-            if stripped.startswith(MARKER):
-                continue
-            item = parse_comment(stripped)
-            if item is None:
-                comments.append(stripped[1:].strip())
-            else:
-                metadata[item[0]] = item[1]
+        item = parse_comment(stripped)
+        if item is None:
+            comments.append(stripped[1:].strip())
         else:
-            data.append((number, line))
+            metadata[item[0]] = item[1]
     return metadata, comments, data
 
 

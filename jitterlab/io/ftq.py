@@ -153,14 +153,8 @@ def _parse(path, quantum, max_count) -> FTQMeasurement:
     lines = _common.read_lines(path)
     header: dict = {}
     comments: list[str] = []
-    data: list[tuple[int, str]] = []
-    for number, line in enumerate(lines, start=1):
-        stripped = line.strip()
-        if not stripped:
-            continue
-        if not stripped.startswith("#"):
-            data.append((number, line))
-            continue
+    comment_lines, data = _common.comment_and_data_lines(lines)
+    for number, stripped in comment_lines:
         for key, pattern in _HEADER_ITEMS.items():
             match = pattern.match(stripped)
             if match:
@@ -168,7 +162,7 @@ def _parse(path, quantum, max_count) -> FTQMeasurement:
                     header[key] = float(match.group(1))
                 except ValueError:
                     raise ValueError(f"{name} line {number}: expected a number in "
-                                     f"{line!r}") from None
+                                     f"{stripped!r}") from None
                 break
         else:
             comments.append(stripped[1:].strip())

@@ -95,15 +95,10 @@ def _not_a_trace(name: str) -> _common.NotATraceError:
 def _parse_header(name: str, lines: list[str]) -> tuple[dict, list[tuple[int, str]], int]:
     """Header items, data lines and the number of columns announced by the header."""
     header: dict = {}
-    data: list[tuple[int, str]] = []
     columns = 0
-    for number, line in enumerate(lines, start=1):
-        stripped = line.strip()
-        if not stripped:
-            continue
-        if not stripped.startswith("#"):
-            data.append((number, line))
-            continue
+    comment_lines, data = _common.comment_and_data_lines(lines)
+    for number, stripped in comment_lines:
+        line = stripped
         if "Timestamp" in stripped:
             columns = 4 if "delta" in stripped else 3
             continue
