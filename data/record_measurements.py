@@ -69,8 +69,6 @@ HiPC 2006 (seed 001). P. De, V. Mann, "jitSim", Euro-Par 2010 workshops (seed 00
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import hashlib
 import json
 import os
 import platform
@@ -84,6 +82,9 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+
+from jitterlab.bench._machine import utc_now
+from jitterlab.datasets import sha256
 
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = ROOT / "data" / "measured"
@@ -109,18 +110,6 @@ MIN_FWQ_SAMPLES = 30
 # --------------------------------------------------------------------------------------
 # small helpers
 # --------------------------------------------------------------------------------------
-def utc_now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def time_label(seconds: float, space: str = "", micro: str = "u") -> str:
     """300e-6 -> '300us', 13e-3 -> '13ms', 2.5 -> '2.5s' (for file names); with
     ``space=" ", micro="µ"`` for text: '300 µs'."""

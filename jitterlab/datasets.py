@@ -178,7 +178,8 @@ def list_measurements() -> pd.DataFrame:
     return table
 
 
-def _sha256(path: Path) -> str:
+def sha256(path: Path) -> str:
+    """Hex SHA-256 of a file (the checksums of the measurements manifest)."""
     digest = hashlib.sha256()
     with open(path, "rb") as stream:
         for block in iter(lambda: stream.read(1 << 20), b""):
@@ -257,7 +258,7 @@ def measurement_path(entry_or_file, verify: bool = True) -> Path:
     if not path.exists():
         raise FileNotFoundError(f"{path} is listed in the manifest but does not exist: "
                                 f"{_how_to_record()}")
-    if verify and _sha256(path) != entry.get("sha256"):
+    if verify and sha256(path) != entry.get("sha256"):
         raise ValueError(f"{path}: its SHA-256 differs from the manifest's, so it changed "
                          f"after it was recorded; {_how_to_record()}")
     return path

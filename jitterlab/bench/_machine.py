@@ -30,12 +30,7 @@ def resolve_cpu(cpu) -> int | None:
     allowed = _affinity()
     if cpu is None:
         return None if allowed is None else max(allowed)
-    if isinstance(cpu, bool):
-        raise ValueError(f"cpu must be an integer CPU number, got {cpu!r}")
-    try:
-        cpu = operator.index(cpu)
-    except TypeError:
-        raise ValueError(f"cpu must be an integer CPU number, got {cpu!r}") from None
+    cpu = check_integer("cpu", cpu, 0)
     if allowed is None:
         raise ValueError(f"cpu={cpu}: this platform ({platform.system()}) cannot pin a "
                          "thread to a CPU; pass cpu=None")
