@@ -257,3 +257,13 @@ class NotATraceError(ValueError):
 
     The message names the function that reads it.
     """
+
+
+def write_two_columns(trace, path, fmt: str, title: str, header: str, separator: str) -> Path:
+    """Write jitter and gap as a text table (atomic): a marker line ``(title)``, the
+    ``# key: <json>`` metadata, ``header``, then one row per event; ``fmt`` names the
+    format in errors."""
+    fields = header_fields(trace, (), fmt)
+    rows = map(separator.join, zip(format_column(trace.jitter), format_column(trace.gap),
+                                   strict=True))
+    return write_text(path, [f"{MARKER} ({title})", *metadata_lines(fields), header, *rows])

@@ -31,12 +31,9 @@ _EXPECTED = "<jitter>\t<gap>"
 
 def write(trace: Trace, path) -> Path:
     """Write ``trace`` as a jitSim table (atomic; gzip if ``path`` ends in ``.gz``)."""
-    fields = _common.header_fields(trace, (), "jitSim")
-    rows = map("\t".join, zip(_common.format_column(trace.jitter),
-                              _common.format_column(trace.gap), strict=True))
-    lines = [f"{_common.MARKER} (jitSim format: jitter duration, time to the next jitter)",
-             *_common.metadata_lines(fields), HEADER, *rows]
-    return _common.write_text(path, lines)
+    return _common.write_two_columns(
+        trace, path, "jitSim", "jitSim format: jitter duration, time to the next jitter",
+        HEADER, "\t")
 
 
 def _is_header(line: str) -> bool:

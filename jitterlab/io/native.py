@@ -44,12 +44,8 @@ _INT64 = np.iinfo(np.int64)
 # --------------------------------------------------------------------------------------
 def write_csv(trace: Trace, path) -> Path:
     """Write ``trace`` as jitterlab CSV (atomic; gzip if ``path`` ends in ``.gz``)."""
-    fields = _common.header_fields(trace, (), "jitterlab CSV")
-    rows = map(",".join, zip(_common.format_column(trace.jitter),
-                             _common.format_column(trace.gap), strict=True))
-    lines = [f"{_common.MARKER} (jitterlab CSV, version {FORMAT_VERSION})",
-             *_common.metadata_lines(fields), _HEADER, *rows]
-    return _common.write_text(path, lines)
+    return _common.write_two_columns(trace, path, "jitterlab CSV",
+                                     f"jitterlab CSV, version {FORMAT_VERSION}", _HEADER, ",")
 
 
 def _read_csv(path, data: bytes) -> Trace:
