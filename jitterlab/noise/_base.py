@@ -8,26 +8,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .._checks import check_positive, check_probability  # noqa: F401  (re-exported)
 from .._random import RngLike, as_generator
 
 __all__ = ["NoiseModel", "Shifted", "Sum", "Mixture"]
-
-
-def check_positive(name: str, value: float, *, allow_zero: bool = False) -> float:
-    """Return ``value`` as float, or raise ValueError naming ``name``."""
-    value = float(value)
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name} must be finite and {bound}, got {value!r}")
-    return value
-
-
-def check_probability(name: str, q) -> np.ndarray:
-    """Return ``q`` as a float array, or raise ValueError if any value is outside [0, 1]."""
-    q = np.asarray(q, dtype=float)
-    if np.any(~np.isfinite(q)) or np.any((q < 0) | (q > 1)):
-        raise ValueError(f"{name} must lie in [0, 1], got {q}")
-    return q
 
 
 class NoiseModel(ABC):

@@ -1,0 +1,68 @@
+"""Argument checks shared by the public API: each error names the argument."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+__all__ = ["check_positive", "check_probability", "check_integer"]
+
+#: the largest count the kernels hold in a 64-bit signed integer
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, numbers.Real | np.number) and not isinstance(value, bool | np.bool_)
+
+
+def check_positive(name: str, value, *, allow_zero: bool = False) -> float:
+    """Return ``value`` as a float, or raise naming ``name``.
+
+    Strings and booleans are refused with TypeError (``"1e-6"`` is not a time);
+    NaN, infinities and negative values (and zero unless ``allow_zero``) with ValueError.
+    """
+    if not _is_number(value) and not (isinstance(value, np.ndarray) and value.ndim == 0
+                                      and _is_number(value[()])):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be finite and {bound}, got {value!r}")
+    return value
+
+
+def check_probability(name: str, q) -> np.ndarray:
+    """Return ``q`` as a float array, or raise ValueError if any value is outside [0, 1]."""
+    try:
+        q = np.asarray(q, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be numbers in [0, 1], got {q!r}") from None
+    if np.any(~np.isfinite(q)) or np.any((q < 0) | (q > 1)):
+        raise ValueError(f"{name} must lie in [0, 1], got {q}")
+    return q
+
+
+def check_integer(name: str, value, minimum: int = 0) -> int:
+    """Return ``value`` as an int >= ``minimum``, or raise naming ``name``.
+
+    Whole-valued floats (``1e6``) are accepted; fractions (``2.7``), NaN, infinities,
+    values beyond a 64-bit integer, booleans and strings are refused.
+    """
+    if not _is_number(value):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    if isinstance(value, numbers.Integral | np.integer):
+        value = int(value)
+    else:
+        value = float(value)
+        if not math.isfinite(value) or value != math.floor(value):
+            raise ValueError(f"{name} must be a whole number, got {value!r}")
+        if abs(value) > _INT64_MAX:
+            raise ValueError(f"{name} = {value:g} is too large (at most {_INT64_MAX})")
+        value = int(value)
+    if value > _INT64_MAX:
+        raise ValueError(f"{name} = {value} is too large (at most {_INT64_MAX})")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
