@@ -219,8 +219,8 @@ def _from_model(model: NoiseModel, quantiles):
 # --------------------------------------------------------------------------------------
 def compare(predicted, measured, tau: float | None = None, n: int | None = None, *,
             quantiles: Sequence[float] | None = None, fanout: int = 2,
-            variable: str | None = None, sample_dim: str = "sample",
-            rank_dim: str = "rank") -> xr.Dataset:
+            confidence: float = 0.95, variable: str | None = None,
+            sample_dim: str = "sample", rank_dim: str = "rank") -> xr.Dataset:
     """Compare a predicted law of θ with measured samples of θ (per rank if given).
 
     Parameters
@@ -245,6 +245,9 @@ def compare(predicted, measured, tau: float | None = None, n: int | None = None,
         the Dataset otherwise. [-]
     fanout : int, default 2
         Children per node of the barrier tree. [-]
+    confidence : float, default 0.95
+        Confidence level of the two-sided interval of the measured mean, on which the
+        Theorem 1 verdict rests; strictly between 0 and 1. [-]
     variable : str, optional
         The variable of a measured Dataset.
     sample_dim, rank_dim : str
@@ -255,23 +258,40 @@ def compare(predicted, measured, tau: float | None = None, n: int | None = None,
     xarray.Dataset
         ``n_samples``; ``ks_statistic`` and ``ks_pvalue`` (two-sided
         Kolmogorov-Smirnov test of the samples against the predicted CDF);
-        ``mean_measured`` and ``mean_measured_se`` [s], ``mean_predicted`` [s],
+        ``mean_measured`` and ``mean_measured_se`` [s], ``mean_measured_ci`` (dim
+        ``ci_bound`` = "lower", "upper"; its ``confidence`` attribute is the level): the
+        confidence interval of the measured mean [s]; ``mean_predicted`` [s],
         ``mean_gap`` = measured − predicted [s]; ``quantile_measured``,
-        ``quantile_predicted`` and ``quantile_gap`` (dim ``quantile``) [s]; with tau
-        and n also ``theorem1_lower`` = E[max], ``theorem1_upper`` = E[max] + 2τ·D [s]
-        and ``inside_theorem1`` (the measured mean lies in between). Measured variables
+        ``quantile_predicted`` and ``quantile_gap`` (dim ``quantile``) [s]. With tau
+        and n also ``theorem1_lower`` = E[max], ``theorem1_upper`` = E[max] + 2τ·D [s],
+        ``theorem1_verdict`` ("inside", "below", "above" or "undetermined", see Notes)
+        and ``inside_theorem1`` (bool: the verdict is "inside"). Measured variables
         carry the ``rank`` dimension when the measurement has one. Attributes: the
-        predicted law, tau, n, fanout, depth, provenance.
+        predicted law, tau, n, fanout, depth, confidence, provenance.
 
     Notes
     -----
     Theorem 1 (Garg & De): E[max_i(w_i + δ_i)] <= E[θ] <= E[max_i(w_i + δ_i)] + 2τ·D,
     with D the depth of the barrier tree (:func:`jitterlab.tree_depth`). The lower end
     is the mean of ``predicted``, which should therefore be the law of the maximum.
-    The check is on the sample mean as it is (``mean_measured_se`` tells how far
-    sampling error could move it). Measured quantiles interpolate linearly between
-    order statistics. For a discrete predicted law (an empirical max-of-N) the KS
-    p-value is conservative.
+
+    The check is a test of that interval hypothesis against the sampling error of the
+    mean x̄ of m samples: the confidence interval x̄ ± t·s/√m (Student t with m − 1
+    degrees of freedom, t its (1 + confidence)/2 quantile, s the sample standard
+    deviation) is compared with [lower, upper]. The verdict is "below" if the whole
+    interval lies below the lower bound, "above" if it lies above the upper bound,
+    "inside" if it meets [lower, upper] (the mean is consistent with Theorem 1 at that
+    confidence), and "undetermined" with fewer than two samples. The false-alarm rate
+    (a verdict other than "inside" although E[θ] obeys Theorem 1) is at most
+    1 − confidence: when E[θ] sits on one bound and the other bound is many standard
+    errors away, only one tail of the two-sided interval can miss, and the rate is
+    (1 − confidence)/2 (2.5 % at 95 %); when the two bounds coincide (τ = 0) both tails
+    count, 1 − confidence. For strongly skewed θ and few samples the t interval is only
+    approximate. Samples are taken as independent; for autocorrelated iteration times
+    the standard error, and so the interval, is too small.
+
+    Measured quantiles interpolate linearly between order statistics. For a discrete
+    predicted law (an empirical max-of-N) the KS p-value is conservative.
 
     References
     ----------
@@ -284,8 +304,10 @@ def compare(predicted, measured, tau: float | None = None, n: int | None = None,
     >>> law = MaxOfN(jl.noise.Exponential(mean=1e-5) + 1e-3, n=31)
     >>> theta = law.sample(2000, rng=1) + 20e-6  # measured: the maximum plus latency
     >>> result = compare(law, theta, tau=5e-6, n=31)
-    >>> bool(result["inside_theorem1"]), round(float(result["mean_gap"]) * 1e6)
-    (True, 20)
+    >>> str(result["theorem1_verdict"].values), round(float(result["mean_gap"]) * 1e6)
+    ('inside', 20)
+    >>> np.round(result["mean_measured_ci"].values * 1e6, 1)  # 95 % interval of the mean [µs]
+    array([1059.6, 1060.7])
     """
     if isinstance(predicted, xr.Dataset):
         mean_p, levels, quant_p, cdf, n_ds, description = _from_dataset(predicted, n,
@@ -298,6 +320,7 @@ def compare(predicted, measured, tau: float | None = None, n: int | None = None,
         raise TypeError("predicted must be a noise model (e.g. validate.MaxOfN) or the "
                         f"Dataset of jitterlab.max_of_n, got {type(predicted).__name__}")
     check_probability("quantiles", levels)
+    confidence = _check_confidence(confidence)
     if tau is not None:
         tau = check_positive("tau", tau, allow_zero=True)
         if n is None:
@@ -327,6 +350,7 @@ def compare(predicted, measured, tau: float | None = None, n: int | None = None,
         dims = ((rank_dim,) if per_rank else ()) + tuple(extra)
         return (dims, data, {"units": units, "long_name": long_name})
 
+    interval = _mean_interval(means, ses, counts, confidence)  # (rank, ci_bound)
     data_vars = {
         "n_samples": measured_var(counts, "1", "number of measured samples"),
         "ks_statistic": measured_var(ks, "1", "Kolmogorov-Smirnov distance between the "
@@ -334,6 +358,9 @@ def compare(predicted, measured, tau: float | None = None, n: int | None = None,
         "ks_pvalue": measured_var(pvalues, "1", "p-value of the two-sided KS test"),
         "mean_measured": measured_var(means, "s", "mean of the measured θ"),
         "mean_measured_se": measured_var(ses, "s", "standard error of the measured mean"),
+        "mean_measured_ci": measured_var(
+            interval, "s",
+            "confidence interval of the measured mean (Student t)", ("ci_bound",)),
         "mean_predicted": ((), mean_p, {"units": "s", "long_name": "predicted mean of θ"}),
         "mean_gap": measured_var(means - mean_p, "s", "measured minus predicted mean"),
         "quantile_measured": measured_var(quant_m, "s", "quantiles of the measured θ",
@@ -343,26 +370,63 @@ def compare(predicted, measured, tau: float | None = None, n: int | None = None,
         "quantile_gap": measured_var(quant_m - np.asarray(quant_p)[None, :], "s",
                                      "measured minus predicted quantile", ("quantile",)),
     }
+    data_vars["mean_measured_ci"][2]["confidence"] = confidence
     attrs = {"predicted": description, "fanout": int(fanout),
              "tau": math.nan if tau is None else tau,
-             "n": -1 if n is None else int(n)}
+             "n": -1 if n is None else int(n), "confidence": confidence}
     if tau is not None:
         depth = int(tree_depth(int(n), fanout))
         upper = mean_p + 2.0 * tau * depth
-        inside = (means >= mean_p) & (means <= upper)
+        verdict = _theorem1_verdict(interval, mean_p, upper)
         data_vars.update(
             theorem1_lower=((), mean_p, {"units": "s", "long_name": "E[max_i(w_i + δ_i)]"}),
             theorem1_upper=((), upper, {"units": "s", "long_name": "E[max] + 2τ·depth"}),
-            inside_theorem1=measured_var(inside, "1", "measured mean inside the Theorem 1 "
-                                                      "interval"))
+            theorem1_verdict=measured_var(verdict, "", "where the confidence interval of "
+                                          "the measured mean lies: inside (meets the "
+                                          "Theorem 1 interval), below, above, or "
+                                          "undetermined"),
+            inside_theorem1=measured_var(verdict == "inside", "1",
+                                         "measured mean consistent with the Theorem 1 "
+                                         "interval at the stated confidence"))
+        del data_vars["theorem1_verdict"][2]["units"]
         attrs["depth"] = depth
-    coords = {"quantile": ("quantile", levels, {"long_name": "quantile level"})}
+    coords = {"quantile": ("quantile", levels, {"long_name": "quantile level"}),
+              "ci_bound": ("ci_bound", ["lower", "upper"],
+                           {"long_name": "end of the confidence interval"})}
     if per_rank:
         coords[rank_dim] = (rank_dim, samples[rank_dim].values)
         for name, coord in samples.coords.items():
             if name != rank_dim and coord.dims == (rank_dim,):
                 coords[name] = coord.variable
     return xr.Dataset(data_vars, coords=coords, attrs={**attrs, **provenance_attrs()})
+
+
+def _check_confidence(confidence) -> float:
+    if isinstance(confidence, bool | np.bool_) or not isinstance(confidence,
+                                                                  int | float | np.number):
+        raise TypeError(f"confidence must be a number strictly between 0 and 1, got "
+                        f"{type(confidence).__name__} {confidence!r}")
+    confidence = float(confidence)
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
+    return confidence
+
+
+def _mean_interval(means, ses, counts, confidence) -> np.ndarray:
+    """(lower, upper) of the Student-t interval of each mean; NaN below two samples."""
+    with np.errstate(invalid="ignore"):
+        factor = stats.t.ppf(0.5 + 0.5 * confidence, df=np.maximum(counts - 1, 1))
+    half = np.where(counts > 1, factor * ses, math.nan)
+    return np.stack([means - half, means + half], axis=-1)
+
+
+def _theorem1_verdict(interval, lower, upper) -> np.ndarray:
+    """'below', 'above', 'inside' or 'undetermined' for each (lower, upper) row."""
+    verdict = np.full(interval.shape[:-1], "inside", dtype="<U12")
+    verdict[interval[..., 1] < lower] = "below"
+    verdict[interval[..., 0] > upper] = "above"
+    verdict[np.isnan(interval).any(axis=-1)] = "undetermined"
+    return verdict
 
 
 # --------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 import xarray as xr
+from scipy import stats
 
 import jitterlab as jl
 from jitterlab.validate import MaxOfN, compare, find_anomalies, robust_z_scores
@@ -77,6 +78,82 @@ def test_theorem1_interval():
     assert float(above["ks_pvalue"]) < 1e-6
 
 
+def test_confidence_interval_of_the_measured_mean():
+    law = MaxOfN(NOISE + WORK, n=31)
+    samples = law.sample((3, 50), rng=11)
+    result = compare(law, samples, tau=TAU, n=31, confidence=0.9)
+    interval = result["mean_measured_ci"]
+    assert interval.dims == ("rank", "ci_bound")
+    assert interval["ci_bound"].values.tolist() == ["lower", "upper"]
+    assert interval.attrs["units"] == "s" and interval.attrs["confidence"] == 0.9
+    assert result.attrs["confidence"] == 0.9
+    for rank in range(3):
+        mean, se = samples[rank].mean(), samples[rank].std(ddof=1) / math.sqrt(50)
+        expected = stats.t.interval(0.9, df=49, loc=mean, scale=se)
+        np.testing.assert_allclose(interval.values[rank], expected, rtol=1e-12)
+    # the default is 95 %, and the interval is there without the Theorem 1 check too
+    plain = compare(law, samples[0])
+    assert plain["mean_measured_ci"].attrs["confidence"] == 0.95
+    assert plain["mean_measured_ci"].dims == ("ci_bound",)
+
+
+def test_theorem1_verdict_accounts_for_the_sampling_error():
+    law = MaxOfN(NOISE + WORK, n=31)
+    lower = law.mean()
+    samples = law.sample(400, rng=4)
+    se = samples.std(ddof=1) / math.sqrt(samples.size)
+    shifted = samples - samples.mean() + lower  # sample mean exactly on E[max]
+    # one standard error below the lower bound: inside at 95 %, the old check said outside
+    just_below = compare(law, shifted - se, tau=TAU, n=31)
+    assert str(just_below["theorem1_verdict"].values) == "inside"
+    assert bool(just_below["inside_theorem1"])
+    far_below = compare(law, shifted - 5 * se, tau=TAU, n=31)
+    assert str(far_below["theorem1_verdict"].values) == "below"
+    assert not bool(far_below["inside_theorem1"])
+    upper = lower + 2 * TAU * 4
+    far_above = compare(law, shifted + (upper - lower) + 5 * se, tau=TAU, n=31)
+    assert str(far_above["theorem1_verdict"].values) == "above"
+    # a higher confidence widens the interval: 3 SE below is outside at 95 %, not at 99.9 %
+    three = shifted - 3 * se
+    assert str(compare(law, three, tau=TAU, n=31)["theorem1_verdict"].values) == "below"
+    assert str(compare(law, three, tau=TAU, n=31, confidence=0.999)
+               ["theorem1_verdict"].values) == "inside"
+    # one sample has no standard error: no verdict
+    single = compare(law, [lower], tau=TAU, n=31)
+    assert str(single["theorem1_verdict"].values) == "undetermined"
+    assert not bool(single["inside_theorem1"])
+    assert np.isnan(single["mean_measured_ci"].values).all()
+
+
+#: seeds and samples per seed of the false-alarm test. The skewness γ ≈ 1.1 of the maximum
+#: moves the one-sided rate of the t interval by about γ(2z² + 1)φ(z)/(6√m) (Edgeworth,
+#: z = 1.96): 0.0015 for m = 4000, under half the binomial standard error of the rate over
+#: 2000 seeds (0.0035 at 2.5 %)
+ALARM_SEEDS, ALARM_SAMPLES = 2000, 4000
+
+
+@pytest.mark.parametrize(("tau", "expected"), [(TAU, 0.025), (0.0, 0.05)])
+def test_false_alarm_rate_matches_the_confidence(tau, expected):
+    """θ drawn from the lower-bound law itself: E[θ] = E[max], inside Theorem 1.
+
+    A false alarm is a verdict other than "inside": the two-sided 95 % interval of the
+    mean misses [E[max], E[max] + 2τD]. With τ = 5 µs the upper end lies 40 µs away,
+    about 70 standard errors, so only the lower tail of the interval can miss: the rate
+    is (1 − 0.95)/2 = 2.5 %. With τ = 0 the interval is the point E[max] and both tails
+    count: 5 %. The old check (sample mean inside, no error) alarmed in half the seeds.
+    """
+    law = MaxOfN(NOISE + WORK, n=31)
+    theta = np.stack([law.sample(ALARM_SAMPLES, rng=seed) for seed in range(ALARM_SEEDS)])
+    result = compare(law, theta, tau=tau, n=31, confidence=0.95)
+    alarms = (result["theorem1_verdict"] != "inside").values
+    rate = alarms.mean()
+    tolerance = 4 * math.sqrt(expected * (1 - expected) / ALARM_SEEDS)  # 4 binomial SE
+    assert abs(rate - expected) < tolerance, f"false-alarm rate {rate} vs {expected}"
+    np.testing.assert_array_equal(~alarms, result["inside_theorem1"].values)
+    if tau > 0:
+        assert set(result["theorem1_verdict"].values.tolist()) <= {"inside", "below"}
+
+
 def test_predicted_dataset_from_max_of_n():
     ds = jl.max_of_n(NOISE + WORK, n=[7, 31], quantiles=[0.5, 0.9, 0.99])
     samples = MaxOfN(NOISE + WORK, n=31).sample(2000, rng=2)
@@ -146,6 +223,12 @@ def test_compare_bad_input():
         compare(law, np.ones((2, 2, 2)))
     with pytest.raises(ValueError, match="not a Bernoulli law"):
         compare(law, jl.noise.Bernoulli(0.1, 1e-5))
+    for confidence in (0.0, 1.0, 1.5, -0.1, math.nan):
+        with pytest.raises(ValueError, match="confidence must lie strictly between 0 and 1"):
+            compare(law, [1e-3, 2e-3], confidence=confidence)
+    for confidence in ("0.95", True, None):
+        with pytest.raises(TypeError, match="confidence must be a number"):
+            compare(law, [1e-3, 2e-3], confidence=confidence)
 
 
 # --------------------------------------------------------------------------------------
