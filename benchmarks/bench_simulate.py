@@ -68,12 +68,12 @@ def main(argv=None) -> None:
     trace = jl.Trace(jitter=(rng.pareto(1.8, n_events) + 1) * 2e-6,
                      gap=rng.exponential(1e-3, n_events), source="benchmark")
     barrier = jl.TreeBarrier(send=1e-6, recv=1e-6, latency=5e-6)
-    jl.simulate(trace, n_tasks=64, work=1e-3, rng=1)  # load compiled kernels
-    jl.simulate(trace, n_tasks=64, work=1e-3, rng=1, barrier=barrier)
+    jl.simulate(trace, n=64, work=1e-3, rng=1)  # load compiled kernels
+    jl.simulate(trace, n=64, work=1e-3, rng=1, barrier=barrier)
     print(f"trace: {n_events:.0e} events over {trace.duration:.0f} s; N = {n_tasks:.0e} tasks, "
           f"{phases} phases")
     for work in (1e-3, 100e-3):
-        ds, seconds = timed(lambda work=work: jl.simulate(trace, n_tasks=n_tasks, work=work,
+        ds, seconds = timed(lambda work=work: jl.simulate(trace, n=n_tasks, work=work,
                                                           phases=phases, rng=2))
         ours = rate(n_tasks * phases, seconds)
         # the baselines on fewer tasks: their cost per task-phase does not depend on N
@@ -92,7 +92,7 @@ def main(argv=None) -> None:
               f"{ours / reference:8.0f} x (target >= 20 x)")
         print(f"    compiled event walk:     {walked / 1e6:9.3f} M/s -> ratio "
               f"{ours / walked:8.1f} x")
-        ds, seconds = timed(lambda work=work: jl.simulate(trace, n_tasks=n_tasks, work=work,
+        ds, seconds = timed(lambda work=work: jl.simulate(trace, n=n_tasks, work=work,
                                                           phases=phases, rng=2,
                                                           barrier=barrier))
         tree = rate(n_tasks * phases, seconds)

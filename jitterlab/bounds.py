@@ -1,6 +1,6 @@
 """Theorem 1 of Garg & De (2006): bounds on the iteration time θ with a tree barrier.
 
-With N processes on a complete tree of one-way latency τ, Lemma 1 gives
+With N processes on a complete tree of one-hop latency τ, Lemma 1 gives
 max_i(w_i + δ_i) <= θ <= max_i(w_i + δ_i) + 2τ·D, where D is the depth of the tree
 (D = log2((N + 1)/2) for a complete binary tree of N = 2^k − 1 nodes).
 
@@ -12,17 +12,16 @@ References
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 import xarray as xr
 from scipy import special
 
+from ._checks import check_positive
 from ._random import RngLike, as_generator
 from .maxofn import DEFAULT_QUANTILES, _as_models, _as_n, exact_max_mean, max_of_n
 from .noise import NoiseModel
-from .noise._base import check_positive
 
 __all__ = ["tree_depth", "arrival_offsets", "theorem1_bounds", "barrier_time", "BarrierTime"]
 
@@ -74,7 +73,7 @@ def arrival_offsets(n: int, tau: float, fanout: int = 2,
     n : int
         Number of processes. [-]
     tau : float
-        One-way latency of one tree edge. [s]
+        One-hop latency τ of one tree edge. [s]
     fanout : int
         Children per node of the breadth-first complete tree (ignored with ``parent``). [-]
     parent : sequence of int, optional
@@ -113,9 +112,21 @@ def arrival_offsets(n: int, tau: float, fanout: int = 2,
     return depth * tau
 
 
+def _depth_term(n_values: np.ndarray, fanout: int, depth: str) -> np.ndarray:
+    """The depth D of Theorem 1: the complete tree's, or the paper's log2((N + 1)/2)."""
+    if depth == "tree":
+        return tree_depth(n_values, fanout).astype(float)
+    if depth == "paper":
+        if fanout != 2:
+            raise ValueError(f"depth='paper' is log2((N + 1)/2), the depth of a binary tree; "
+                             f"it does not apply to fanout={fanout}")
+        return np.log2((n_values + 1.0) / 2.0)
+    raise ValueError(f"depth must be 'tree' or 'paper', got {depth!r}")
+
+
 def theorem1_bounds(dist, n=None, tau: float = 0.0, fanout: int = 2, method: str = "exact",
-                    quantiles: Sequence[float] = DEFAULT_QUANTILES, **max_of_n_kwargs
-                    ) -> xr.Dataset:
+                    quantiles: Sequence[float] = DEFAULT_QUANTILES, depth: str = "tree",
+                    **max_of_n_kwargs) -> xr.Dataset:
     """Lower and upper bounds on the iteration time θ (Garg & De, Theorem 1).
 
     Parameters
@@ -125,18 +136,23 @@ def theorem1_bounds(dist, n=None, tau: float = 0.0, fanout: int = 2, method: str
     n : int or sequence of int
         Numbers of processes N. [-]
     tau : float
-        One-way latency of a tree edge. [s]
+        One-hop latency τ of a tree edge (for a simulated :class:`jitterlab.TreeBarrier`,
+        its ``tau``). [s]
     fanout : int
         Children per node of the barrier tree. [-]
     method, quantiles, **max_of_n_kwargs
         Passed to :func:`jitterlab.max_of_n`.
+    depth : {"tree", "paper"}
+        "tree" (default): the depth of the complete tree of N nodes numbered
+        breadth-first, an integer, right for every N; "paper": log2((N + 1)/2) as
+        printed in Garg & De, equal to it for N = 2^k − 1 and smaller otherwise.
 
     Returns
     -------
     xarray.Dataset
         ``lower`` and ``upper`` bounds on E[θ] (dim ``n``), ``lower_quantiles`` and
-        ``upper_quantiles`` (dims ``n``, ``quantile``) [s], the tree ``depth`` and the
-        ``latency`` term 2τ·depth [s].
+        ``upper_quantiles`` (dims ``n``, ``quantile``) [s], the ``depth`` D [-] and the
+        ``round_trip`` 2τ·D, the time a message needs up and down the tree [s].
 
     Notes
     -----
@@ -147,25 +163,28 @@ def theorem1_bounds(dist, n=None, tau: float = 0.0, fanout: int = 2, method: str
     --------
     >>> import jitterlab as jl
     >>> ds = jl.theorem1_bounds(jl.noise.Exponential(mean=1e-5) + 1e-3, n=31, tau=5e-6)
-    >>> round(float(ds["latency"][0]) * 1e6, 3)  # 2·5 µs·log2(32/2), Garg & De §4.1
+    >>> round(float(ds["round_trip"][0]) * 1e6, 3)  # 2·5 µs·log2(32/2), Garg & De §4.1
     40.0
     """
     tau = check_positive("tau", tau, allow_zero=True)
     fanout = _check_fanout(fanout)
     ds = max_of_n(dist, n=n, method=method, quantiles=quantiles, **max_of_n_kwargs)
-    depth = tree_depth(ds["n"].values, fanout)
-    latency = xr.DataArray(2.0 * tau * depth, dims="n",
-                           attrs={"units": "s", "long_name": "2τ·depth, the latency term"})
+    depths = _depth_term(ds["n"].values, fanout, depth)
+    round_trip = xr.DataArray(
+        2.0 * tau * depths, dims="n",
+        attrs={"units": "s", "long_name": "round trip 2τ·D up and down the tree"})
     out = xr.Dataset(
         {"lower": ds["mean"].assign_attrs(long_name="lower bound on E[θ]"),
-         "upper": (ds["mean"] + latency).assign_attrs(units="s",
-                                                       long_name="upper bound on E[θ]"),
+         "upper": (ds["mean"] + round_trip).assign_attrs(units="s",
+                                                          long_name="upper bound on E[θ]"),
          "lower_quantiles": ds["quantiles"].assign_attrs(long_name="lower bound on θ quantiles"),
-         "upper_quantiles": (ds["quantiles"] + latency).assign_attrs(
+         "upper_quantiles": (ds["quantiles"] + round_trip).assign_attrs(
              units="s", long_name="upper bound on θ quantiles"),
-         "depth": ("n", depth, {"long_name": "tree depth D"}),
-         "latency": latency},
-        attrs={**ds.attrs, "bound": "Garg & De 2006, Theorem 1", "tau": tau, "fanout": fanout})
+         "depth": ("n", depths if depth == "paper" else depths.astype(np.int64),
+                   {"units": "1", "long_name": f"tree depth D ({depth})"}),
+         "round_trip": round_trip},
+        attrs={**ds.attrs, "bound": "Garg & De 2006, Theorem 1", "tau": tau, "fanout": fanout,
+               "depth": depth})
     for extra in ("mean_se", "quantiles_se"):
         if extra in ds:
             out[f"lower_{extra}"] = ds[extra]
@@ -176,7 +195,7 @@ class BarrierTime(NoiseModel):
     """Time one process idles at the barrier, b = θ − (w + δ) (Garg & De, eq. 2).
 
     With the process's own phase time X and the maximum M' of the other N − 1,
-    θ = max(X, M') + (latency term), so b = max(0, M' − X) + ℓ where ℓ is 0 for the
+    θ = max(X, M') + r, so b = max(0, M' − X) + r where the round trip r is 0 for the
     lower and 2τ·D for the upper bound of Theorem 1. P(b − ℓ <= t) = E[F(X + t)^{N−1}];
     the atom at zero, 1/N for a continuous law, is the chance that this process is
     the slowest.
@@ -186,16 +205,16 @@ class BarrierTime(NoiseModel):
     # upper-tail levels e^{−y} far below 1/N, where the barrier time's law is decided
     _nodes, _weights = special.roots_laguerre(300)
 
-    def __init__(self, dist: NoiseModel, n: int, latency: float = 0.0):
+    def __init__(self, dist: NoiseModel, n: int, round_trip: float = 0.0):
         self.dist = _as_models(dist)[0]
         self.n = int(_as_n(n, 1)[0])
-        self.latency = check_positive("latency", latency, allow_zero=True)
-        self.lower = self.latency
-        self.upper = self.dist.upper - self.dist.lower + self.latency
+        self.round_trip = check_positive("round_trip", round_trip, allow_zero=True)
+        self.lower = self.round_trip
+        self.upper = self.dist.upper - self.dist.lower + self.round_trip
 
     @property
     def params(self) -> dict:
-        return {"dist": self.dist.describe(), "n": self.n, "latency": self.latency}
+        return {"dist": self.dist.describe(), "n": self.n, "round_trip": self.round_trip}
 
     def _points(self):
         """Points and weights of the law of X (exact for discrete laws)."""
@@ -205,7 +224,7 @@ class BarrierTime(NoiseModel):
         return self.dist.isf(np.exp(-self._nodes)), self._weights
 
     def cdf(self, t):
-        t = np.asarray(t, dtype=float) - self.latency
+        t = np.asarray(t, dtype=float) - self.round_trip
         if self.n == 1:
             return np.where(t >= 0, 1.0, 0.0)
         x, w = self._points()
@@ -216,21 +235,21 @@ class BarrierTime(NoiseModel):
         return np.where(t.reshape(-1) >= 0, np.clip(values, 0, 1), 0.0).reshape(t.shape)
 
     def mean(self) -> float:
-        # E[b] = E[max of N] − E[X] + latency
-        return exact_max_mean([self.dist], [self.n]) - self.dist.mean() + self.latency
+        # E[b] = E[max of N] − E[X] + round_trip
+        return exact_max_mean([self.dist], [self.n]) - self.dist.mean() + self.round_trip
 
     def sample(self, size, rng: RngLike = None):
         gen = as_generator(rng)
         own = self.dist.sample(size, rng=gen)
         if self.n == 1:
-            return np.full(np.shape(own), self.latency)
+            return np.full(np.shape(own), self.round_trip)
         # the maximum of the other N − 1 by inversion: 1 − max(u) ~ 1 − U^{1/(N−1)}
         others = self.dist.isf(-np.expm1(np.log(gen.random(size)) / (self.n - 1)))
-        return np.maximum(others - own, 0.0) + self.latency
+        return np.maximum(others - own, 0.0) + self.round_trip
 
 
 def barrier_time(dist: NoiseModel, n: int, tau: float = 0.0, fanout: int = 2,
-                 bound: str = "lower") -> BarrierTime:
+                 bound: str = "lower", depth: str = "tree") -> BarrierTime:
     """The law of one process's barrier time b = θ − (w + δ) at N processes.
 
     Parameters
@@ -240,20 +259,17 @@ def barrier_time(dist: NoiseModel, n: int, tau: float = 0.0, fanout: int = 2,
     n : int
         Number of processes N. [-]
     tau : float
-        One-way tree latency. [s]
+        One-hop latency τ of a tree edge. [s]
     fanout : int
         Children per node of the barrier tree. [-]
     bound : {"lower", "upper"}
-        Which side of Theorem 1: θ at its lower bound, or plus 2τ·D.
+        Which side of Theorem 1: θ at its lower bound, or plus the round trip 2τ·D.
+    depth : {"tree", "paper"}
+        The depth D, as in :func:`theorem1_bounds`.
     """
     if bound not in ("lower", "upper"):
         raise ValueError(f"bound must be 'lower' or 'upper', got {bound!r}")
     tau = check_positive("tau", tau, allow_zero=True)
-    latency = 2.0 * tau * float(tree_depth(n, fanout)) if bound == "upper" else 0.0
-    return BarrierTime(dist, n, latency=latency)
-
-
-# the depth formula of the paper, for documentation and tests
-def paper_depth(n: int) -> float:
-    """log2((N + 1)/2), the depth term of Theorem 1 as printed (exact for N = 2^k − 1)."""
-    return math.log2((n + 1) / 2)
+    depth_term = float(_depth_term(_as_n(n, 1), _check_fanout(fanout), depth)[0])
+    round_trip = 2.0 * tau * depth_term if bound == "upper" else 0.0
+    return BarrierTime(dist, n, round_trip=round_trip)

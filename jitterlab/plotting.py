@@ -239,7 +239,7 @@ def plot_slowdown(results: Mapping[str, xr.Dataset], ax=None, percent: bool = Tr
     ----------
     results : mapping of str to xarray.Dataset
         Legend label → output of :func:`jitterlab.simulate` called with a sequence of
-        task counts (``slowdown`` on dim ``n_tasks``). A further dimension (for example
+        task counts (``slowdown`` on dim ``n``). A further dimension (for example
         ``seed``, from ``xr.concat`` of runs with different ``rng``) is summarised: the
         line is the mean over it and the band its range. [-]
     ax : matplotlib.axes.Axes, optional
@@ -269,7 +269,7 @@ def plot_slowdown(results: Mapping[str, xr.Dataset], ax=None, percent: bool = Tr
     >>> import jitterlab as jl
     >>> from jitterlab.plotting import plot_slowdown
     >>> trace = jl.synthetic_trace(duration=10.0, rng=1)
-    >>> ds = jl.simulate(trace, n_tasks=[1, 16, 256, 4096], work=1e-3, phases=10, rng=2)
+    >>> ds = jl.simulate(trace, n=[1, 16, 256, 4096], work=1e-3, phases=10, rng=2)
     >>> ax = plot_slowdown({"synthetic, w = 1 ms": ds})
     >>> ax.get_ylabel()
     'slowdown [%]'
@@ -282,18 +282,18 @@ def plot_slowdown(results: Mapping[str, xr.Dataset], ax=None, percent: bool = Tr
     style = {"marker": "o", "markersize": 4, **kwargs}
     for label, ds in results.items():
         if not isinstance(ds, xr.Dataset) or "slowdown" not in ds \
-                or "n_tasks" not in ds["slowdown"].dims:
+                or "n" not in ds["slowdown"].dims:
             raise ValueError(f"result {label!r} must be a Dataset with 'slowdown' on dim "
-                             "'n_tasks' (jitterlab.simulate with a sequence of n_tasks)")
+                             "'n' (jitterlab.simulate with a sequence of n)")
         slowdown = ds["slowdown"] * factor
-        others = [d for d in slowdown.dims if d != "n_tasks"]
-        n = ds["n_tasks"].values
-        mean = slowdown.mean(others).transpose("n_tasks").values if others \
+        others = [d for d in slowdown.dims if d != "n"]
+        n = ds["n"].values
+        mean = slowdown.mean(others).transpose("n").values if others \
             else slowdown.values
         (line,) = ax.plot(n, mean, label=label, **style)
         if others and band:
-            ax.fill_between(n, slowdown.min(others).transpose("n_tasks").values,
-                            slowdown.max(others).transpose("n_tasks").values,
+            ax.fill_between(n, slowdown.min(others).transpose("n").values,
+                            slowdown.max(others).transpose("n").values,
                             color=line.get_color(), alpha=0.2, linewidth=0)
         n_min, n_max = min(n_min, int(n.min())), max(n_max, int(n.max()))
     log2_task_axis(ax, n_min, n_max)
@@ -556,7 +556,7 @@ def timeline_segments(trace, starts, work: float, barrier=None, phases: int = 1
     else:
         raise ValueError(f"starts must be integers (trace rows) or floats (times), got "
                          f"dtype {starts.dtype}")
-    ds = simulate(sim_trace, n_tasks=n_tasks, work=work, phases=phases, start=rows,
+    ds = simulate(sim_trace, n=n_tasks, work=work, phases=phases, start=rows,
                   barrier=barrier, detail=True)
     compute = ds["compute_time"].values
     wait = ds["wait_time"].values

@@ -15,10 +15,11 @@ import numpy as np
 import xarray as xr
 
 from . import _simkernels
+from ._checks import check_integer, check_positive
 from ._provenance import provenance_attrs
 from ._random import RngLike, as_generator, seed_from
-from .noise._base import check_positive
 from .noise.trace_law import trace_positions
+from .trace import Trace
 
 __all__ = ["TreeBarrier", "simulate", "draw_offsets", "tree_levels"]
 
@@ -36,12 +37,13 @@ class TreeBarrier:
     send, recv : float
         CPU time of one send and of one receive, consumed on the task's trace. [s]
     latency : float
-        Wire latency of one hop between nodes (not subject to jitter). [s]
+        Wire latency of one message between nodes, not subject to jitter (the one-hop
+        time τ of Theorem 1 is ``send + latency + recv``, see :attr:`tau`). [s]
     cores_per_node : int, optional
         Tasks per node: tasks i and j share a node when i // cores_per_node ==
         j // cores_per_node.
     intra_node_latency : float, optional
-        Latency of a hop inside a node; default ``latency``. [s]
+        Wire latency of a message inside a node; default ``latency``. [s]
     """
 
     fanout: int = 2
@@ -52,32 +54,45 @@ class TreeBarrier:
     intra_node_latency: float | None = None
 
     def __post_init__(self):
-        if isinstance(self.fanout, bool) or int(self.fanout) != self.fanout or self.fanout < 2:
-            raise ValueError(f"fanout must be an integer >= 2, got {self.fanout!r}")
-        if self.fanout > 63:
-            raise ValueError(f"fanout must be at most 63, got {self.fanout}")
+        fanout = check_integer("fanout", self.fanout, 2)
+        if fanout > 63:
+            raise ValueError(f"fanout must be at most 63, got {fanout}")
+        object.__setattr__(self, "fanout", fanout)
         for name in ("send", "recv", "latency"):
-            check_positive(name, getattr(self, name), allow_zero=True)
+            object.__setattr__(self, name, check_positive(name, getattr(self, name),
+                                                          allow_zero=True))
         if self.intra_node_latency is not None:
-            check_positive("intra_node_latency", self.intra_node_latency, allow_zero=True)
-        if self.cores_per_node is not None and (int(self.cores_per_node) != self.cores_per_node
-                                                or self.cores_per_node < 1):
-            raise ValueError(f"cores_per_node must be a positive integer, got "
-                             f"{self.cores_per_node!r}")
+            object.__setattr__(self, "intra_node_latency", check_positive(
+                "intra_node_latency", self.intra_node_latency, allow_zero=True))
+        if self.cores_per_node is not None:
+            object.__setattr__(self, "cores_per_node",
+                               check_integer("cores_per_node", self.cores_per_node, 1))
+
+    @property
+    def tau(self) -> float:
+        """Effective one-hop time τ of this barrier without jitter. [s]
+
+        τ = latency + (fanout + 1)/2 · (send + recv): a level of the reduce costs a
+        send, the wire latency and ``fanout`` receives, a level of the broadcast a
+        receive, the latency and ``fanout`` sends, so a barrier entered by every task at
+        once on a full tree of depth D takes exactly 2τ·D. This is the τ to give
+        :func:`jitterlab.theorem1_bounds` for this barrier (inter-node latency).
+        """
+        return self.latency + 0.5 * (self.fanout + 1) * (self.send + self.recv)
 
     def describe(self) -> str:
         inner = ", ".join(f"{k}={v}" for k, v in asdict(self).items() if v is not None)
         return f"TreeBarrier({inner})"
 
 
-def tree_levels(n_tasks: int, fanout: int) -> np.ndarray:
-    """First task index of every level of a breadth-first complete tree, plus n_tasks."""
+def tree_levels(n: int, fanout: int) -> np.ndarray:
+    """First task index of every level of a breadth-first complete tree, plus n."""
     bounds, first, size = [0], 0, 1
-    while first + size < n_tasks:
+    while first + size < n:
         first += size
         size *= fanout
         bounds.append(first)
-    bounds.append(n_tasks)
+    bounds.append(n)
     return np.array(bounds, dtype=np.int64)
 
 
@@ -90,16 +105,19 @@ def _trace_arrays(trace):
     return jitter, gap, starts, computed
 
 
-def draw_offsets(trace, n_tasks: int, start="random", rng: RngLike = None) -> np.ndarray:
-    """Start times of ``n_tasks`` tasks in the trace [s] (see :func:`simulate`)."""
+def draw_offsets(trace, n: int, start="random", rng: RngLike = None) -> np.ndarray:
+    """Start times of ``n`` tasks in the trace [s] (see :func:`simulate`)."""
     jitter, _, starts, _ = _trace_arrays(trace)
     period = starts[-1]
     if isinstance(start, str):
         gen = as_generator(rng)
         if start == "random":
-            return gen.uniform(0.0, period, n_tasks)
+            return gen.uniform(0.0, period, n)
+        if start == "random_row":  # jitSim: a random trace row, computing from its gap
+            rows = gen.integers(0, jitter.size, n)
+            return starts[rows] + jitter[rows]
         if start == "synchronized":
-            return np.full(n_tasks, gen.uniform(0.0, period))
+            return np.full(n, gen.uniform(0.0, period))
         if start == "coscheduled":
             window = trace.attrs.get("window")
             if window is None or not float(window) > 0:
@@ -110,25 +128,25 @@ def draw_offsets(trace, n_tasks: int, start="random", rng: RngLike = None) -> np
             if count < 1:
                 raise ValueError(f"the trace ({period:g} s) holds no whole co-scheduler "
                                  f"window of {float(window):g} s")
-            return first + float(window) * gen.integers(0, count, n_tasks)
-        raise ValueError(f"start must be 'random', 'synchronized', 'coscheduled' or start "
-                         f"rows, got {start!r}")
+            return first + float(window) * gen.integers(0, count, n)
+        raise ValueError(f"start must be 'random', 'random_row', 'synchronized', "
+                         f"'coscheduled' or start rows, got {start!r}")
     rows = np.asarray(start)
-    if rows.ndim != 1 or rows.size != n_tasks or not np.issubdtype(rows.dtype, np.integer):
-        raise ValueError(f"explicit start rows must be {n_tasks} integers, one per task")
+    if rows.ndim != 1 or rows.size != n or not np.issubdtype(rows.dtype, np.integer):
+        raise ValueError(f"start: explicit start rows must be {n} integers, one per "
+                         f"task, got {rows.size} values of type {rows.dtype}")
     if rows.min() < 0 or rows.max() >= jitter.size:
-        raise ValueError(f"start rows must lie in [0, {jitter.size - 1}]")
+        raise ValueError(f"start: start rows must lie in [0, {jitter.size - 1}]")
     # a task starting at row s begins computing at the start of gap s
     return starts[rows] + jitter[rows]
 
 
-def _as_task_counts(n_tasks) -> np.ndarray:
-    arr = np.atleast_1d(np.asarray(n_tasks))
-    if arr.ndim != 1 or arr.size == 0 or not np.issubdtype(arr.dtype, np.integer) \
-            or np.any(arr < 1):
-        raise ValueError(f"n_tasks must be a positive integer or a sequence of them, "
-                         f"got {n_tasks!r}")
-    return arr.astype(np.int64)
+def _as_counts(n) -> np.ndarray:
+    """The numbers of tasks N as an int64 array (one N or a 1-D sequence)."""
+    if isinstance(n, str) or np.ndim(n) > 1 or (np.ndim(n) == 1 and len(n) == 0):
+        raise ValueError(f"n must be a positive integer or a 1-D sequence of them, got {n!r}")
+    values = [check_integer("n", value, 1) for value in np.atleast_1d(np.asarray(n, dtype=object))]
+    return np.array(values, dtype=np.int64)
 
 
 def _run(table, offsets, work, phases, barrier, detail):
@@ -164,25 +182,28 @@ def _quiet_table(period: float) -> np.ndarray:
     return _simkernels.pack_trace(*trace_positions(jitter, np.array([period])), jitter)
 
 
-def simulate(trace, n_tasks, work: float, phases: int = 1, start="random",
+def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="random",
              barrier: TreeBarrier | None = None, rng: RngLike = None,
-             detail: bool = False) -> xr.Dataset:
+             detail: bool = False, *, n_tasks=None) -> xr.Dataset:
     """Simulate N tasks that replay one jitter trace, phase after phase.
 
     Parameters
     ----------
     trace : jitterlab.Trace
         The jitter trace; it wraps around.
-    n_tasks : int or sequence of int
-        Numbers of tasks N; a sequence adds the dimension ``n_tasks`` (the tasks of a
-        smaller N are the first tasks of a larger one).
+    n : int or sequence of int
+        Numbers of tasks N; a sequence adds the dimension ``n`` (the tasks of a
+        smaller N are the first tasks of a larger one). [-]
     work : float
         Compute per task and phase w. [s]
     phases : int
         Number of compute phases. [-]
-    start : {"random", "synchronized", "coscheduled"} or sequence of int
-        "random": each task at a uniformly random time of the trace (inside a jitter
-        it first waits out the remainder); "synchronized": all at one random time;
+    start : {"random", "random_row", "synchronized", "coscheduled"} or sequence of int
+        "random": each task at a uniformly random *time* of the trace (inside a jitter
+        it first waits out the remainder); "random_row": each task at a uniformly
+        random *row*, computing from the start of its gap, as jitSim does (every row
+        is equally likely however long its gap, and no task starts inside a jitter,
+        so on a short trace the two differ); "synchronized": all at one random time;
         "coscheduled": at random starts of the co-scheduler's high-priority windows
         (trace attribute ``window`` [s], optional ``window_offset`` [s]); or one trace
         row per task (the task starts computing at the start of that row's gap).
@@ -194,13 +215,16 @@ def simulate(trace, n_tasks, work: float, phases: int = 1, start="random",
         Seed of the start points; results do not depend on the number of threads.
     detail : bool
         Also return ``compute_time`` and ``wait_time`` per phase and task (one N only).
+    n_tasks : int or sequence of int, optional
+        Another name for ``n``, kept for code written against the first API.
 
     Returns
     -------
     xarray.Dataset
-        ``phase_time`` (dim ``phase``) [s]; ``slowdown`` = mean phase time / noiseless
-        phase time − 1 [-]; ``coverage``, the fraction of the trace each task traversed
-        (elapsed time / trace length; above 1 the trace wrapped) [-]; with ``detail``
+        ``phase_time`` (dims ``n`` if several N, ``phase``) [s]; ``slowdown`` = mean
+        phase time / noiseless phase time − 1 [-]; ``coverage``, the fraction of the
+        trace each task traversed (elapsed time / trace length; above 1 the trace
+        wrapped) [-]; with ``detail``
         also ``compute_time`` and ``wait_time`` (dims ``phase``, ``task``) [s].
 
     References
@@ -212,20 +236,32 @@ def simulate(trace, n_tasks, work: float, phases: int = 1, start="random",
     --------
     >>> import jitterlab as jl
     >>> trace = jl.Trace(jitter=[1e-6], gap=[99e-6])
-    >>> ds = jl.simulate(trace, n_tasks=1000, work=50e-6, phases=4, rng=1)
+    >>> ds = jl.simulate(trace, n=1000, work=50e-6, phases=4, rng=1)
     >>> round(float(ds["slowdown"]), 3)  # someone always meets the detour: 1 µs / 50 µs
     0.02
     """
+    if not isinstance(trace, Trace):
+        raise TypeError(f"trace must be a jitterlab.Trace (see jl.Trace, jl.read_trace), "
+                        f"got {type(trace).__name__}")
+    if n_tasks is not None:
+        if n is not None:
+            raise TypeError("give the number of tasks once: n or its old name n_tasks")
+        n = n_tasks
+    if n is None:
+        raise TypeError("simulate() needs n, the number of tasks N")
+    if work is None:
+        raise TypeError("simulate() needs work, the compute per task and phase [s]")
     jitter, _, starts, computed = _trace_arrays(trace)
-    counts = _as_task_counts(n_tasks)
+    counts = _as_counts(n)
     work = check_positive("work", work)
-    phases = int(phases)
-    if phases < 1:
-        raise ValueError(f"phases must be >= 1, got {phases}")
+    phases = check_integer("phases", phases, 1)
     if barrier is not None and not isinstance(barrier, TreeBarrier):
-        raise ValueError(f"barrier must be None or a TreeBarrier, got {type(barrier).__name__}")
+        raise TypeError(f"barrier must be None or a jl.TreeBarrier, got "
+                        f"{type(barrier).__name__}")
+    if not isinstance(detail, bool | np.bool_):
+        raise TypeError(f"detail must be True or False, got {detail!r}")
     if detail and counts.size > 1:
-        raise ValueError("detail=True needs a single n_tasks")
+        raise ValueError("detail=True needs a single n")
     seed = seed_from(rng) if isinstance(start, str) else None
     offsets_all = draw_offsets(trace, int(counts.max()), start, rng=seed)
     period = float(starts[-1])
@@ -253,7 +289,7 @@ def simulate(trace, n_tasks, work: float, phases: int = 1, start="random",
                 "wait_time": (("phase", "task"), wait,
                               {"units": "s", "long_name": "time at the barrier"})}
 
-    single = np.ndim(n_tasks) == 0
+    single = np.ndim(n) == 0
     phase_coord = np.arange(phases)
     if single:
         data = {"phase_time": ("phase", phase_times[0], {"units": "s",
@@ -263,15 +299,15 @@ def simulate(trace, n_tasks, work: float, phases: int = 1, start="random",
                 "coverage": ((), coverages[0], {"units": "1",
                                                 "long_name": "fraction of the trace traversed"}),
                 **detail_vars}
-        coords = {"phase": phase_coord, "n_tasks": int(counts[0])}
+        coords = {"phase": phase_coord, "n": int(counts[0])}
     else:
-        data = {"phase_time": (("n_tasks", "phase"), np.array(phase_times),
+        data = {"phase_time": (("n", "phase"), np.array(phase_times),
                                {"units": "s", "long_name": "phase time θ"}),
-                "slowdown": ("n_tasks", np.array(slowdowns),
+                "slowdown": ("n", np.array(slowdowns),
                              {"units": "1", "long_name": "mean θ / noiseless θ − 1"}),
-                "coverage": ("n_tasks", np.array(coverages),
+                "coverage": ("n", np.array(coverages),
                              {"units": "1", "long_name": "fraction of the trace traversed"})}
-        coords = {"phase": phase_coord, "n_tasks": counts}
+        coords = {"phase": phase_coord, "n": ("n", counts, {"long_name": "number of tasks N"})}
     attrs = {"method": "trace-driven simulation (jitSim)",
              "work": work, "phases": phases,
              "start": start if isinstance(start, str) else "explicit rows",

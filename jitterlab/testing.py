@@ -94,7 +94,7 @@ def _phase_with_tree(jitter, gap, offsets, begin, work, barrier):
     return compute, end
 
 
-def simulate_reference(trace, n_tasks: int, work: float, phases: int = 1, start="random",
+def simulate_reference(trace, n: int, work: float, phases: int = 1, start="random",
                        barrier: TreeBarrier | None = None, rng=None, detail: bool = False
                        ) -> xr.Dataset:
     """Event-walking twin of :func:`jitterlab.simulate` (one N; slow, for tests).
@@ -107,7 +107,7 @@ def simulate_reference(trace, n_tasks: int, work: float, phases: int = 1, start=
     jitter = np.asarray(trace.jitter_seconds, dtype=float)
     gap = np.asarray(trace.gap_seconds, dtype=float)
     seed = seed_from(rng) if isinstance(start, str) else None
-    offsets = draw_offsets(trace, int(n_tasks), start, rng=seed)
+    offsets = draw_offsets(trace, int(n), start, rng=seed)
     period = float(jitter.sum() + gap.sum())
     n = len(offsets)
 
@@ -138,4 +138,4 @@ def simulate_reference(trace, n_tasks: int, work: float, phases: int = 1, start=
         previous = np.vstack([np.zeros((1, n)), ends[:-1]])
         data["compute_time"] = (("phase", "task"), compute, {"units": "s"})
         data["wait_time"] = (("phase", "task"), ends - previous - compute, {"units": "s"})
-    return xr.Dataset(data, coords={"phase": np.arange(phases), "n_tasks": int(n_tasks)})
+    return xr.Dataset(data, coords={"phase": np.arange(phases), "n": int(n)})

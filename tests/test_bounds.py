@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import jitterlab as jl
-from jitterlab.bounds import paper_depth
 from jitterlab.noise import Bernoulli, Empirical, Exponential, Pareto
 
 TAU = 5e-6
@@ -18,7 +17,7 @@ TAU = 5e-6
 @pytest.mark.parametrize("k", range(1, 41))
 def test_depth_of_full_binary_tree_is_log2_of_half_n_plus_one(k):
     n = 2**k - 1
-    assert jl.tree_depth(n) == k - 1 == paper_depth(n)
+    assert jl.tree_depth(n) == k - 1 == math.log2((n + 1) / 2)
 
 
 def breadth_first_depth(n, fanout):
@@ -48,7 +47,7 @@ def test_arrival_offsets_of_garg_de_figure_2():
     np.testing.assert_allclose(offsets / TAU, [0, 2, 1, 2, 2, 1, 2])
     # the same tree numbered breadth-first, and the bound a_i <= τ·log2((N+1)/2)
     np.testing.assert_allclose(jl.arrival_offsets(7, TAU) / TAU, [0, 1, 1, 2, 2, 2, 2])
-    assert offsets.max() <= TAU * paper_depth(7)
+    assert offsets.max() <= TAU * math.log2((7 + 1) / 2)
 
 
 def test_arrival_offsets_fanout_and_bad_trees():
@@ -76,7 +75,7 @@ def test_bounds_gap_is_twice_tau_times_depth():
 def test_garg_de_latency_term_for_32_nodes():
     # §4.1: 2·5 µs·log2(32/2) = 40 µs
     ds = jl.theorem1_bounds(Exponential(mean=1e-6) + 300e-6, n=31, tau=TAU)
-    assert float(ds["latency"][0]) == pytest.approx(40e-6)
+    assert float(ds["round_trip"][0]) == pytest.approx(40e-6)
 
 
 def test_bounds_with_monte_carlo_carry_standard_errors():
@@ -152,3 +151,47 @@ def test_single_process_never_waits():
     b = jl.barrier_time(Exponential(mean=1.0), 1)
     assert b.mean() == pytest.approx(0.0, abs=1e-12)
     assert float(b.cdf(0.0)) == 1.0
+
+
+def test_paper_depth_is_selectable():
+    # N = 32: the complete tree has depth 5, the paper's formula gives log2(33/2) ≈ 4.04,
+    # so 2·5 µs·D is 50 µs against the "about 40 µs" Garg & De quote (§4.1)
+    law = Exponential(mean=1e-5) + 1e-3
+    tree = jl.theorem1_bounds(law, n=32, tau=TAU)
+    paper = jl.theorem1_bounds(law, n=32, tau=TAU, depth="paper")
+    assert int(tree["depth"][0]) == 5
+    assert float(tree["round_trip"][0]) == pytest.approx(50e-6, rel=1e-12)
+    assert float(paper["round_trip"][0]) == pytest.approx(2 * TAU * math.log2(16.5), rel=1e-12)
+    assert paper.attrs["depth"] == "paper" and tree.attrs["depth"] == "tree"
+    np.testing.assert_array_equal(tree["lower"].values, paper["lower"].values)
+    # for N = 2^k − 1 the two agree
+    for n in (1, 3, 7, 1023):
+        a = jl.theorem1_bounds(law, n=n, tau=TAU)["round_trip"].values
+        b = jl.theorem1_bounds(law, n=n, tau=TAU, depth="paper")["round_trip"].values
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    upper = jl.barrier_time(law, 32, tau=TAU, bound="upper", depth="paper")
+    assert upper.lower == pytest.approx(2 * TAU * math.log2(16.5), rel=1e-12)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"depth": "binary"}, "depth must be 'tree' or 'paper'"),
+    ({"depth": "paper", "fanout": 3}, "depth='paper'"),
+    ({"tau": -1e-6}, "tau must be finite and >= 0"),
+    ({"tau": "5e-6"}, "tau must be a real number"),
+])
+def test_theorem1_bad_arguments(kwargs, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        jl.theorem1_bounds(Exponential(mean=1e-5) + 1e-3, n=7, **kwargs)
+
+
+def test_negative_work_that_makes_times_negative_is_refused():
+    # a shift may move a law down only while it stays >= 0: Theorem 1 then never
+    # returns negative times
+    with pytest.raises(ValueError, match="would make times negative"):
+        Exponential(mean=1e-5) + (-1e-3)
+    with pytest.raises(ValueError, match="would make times negative"):
+        (Exponential(mean=1e-5) + 1e-3) + (-2e-3)
+    moved = (Exponential(mean=1e-5) + 1e-3) + (-0.5e-3)
+    assert moved.lower == pytest.approx(0.5e-3)
+    with pytest.raises(ValueError, match="shift must be finite"):
+        Exponential(mean=1e-5) + float("nan")

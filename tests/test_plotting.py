@@ -149,7 +149,7 @@ def _extents(ax, gid):
 
 def test_slowdown_lines_in_percent_on_a_log2_axis():
     trace = jl.Trace(jitter=[3.0, 1.0, 8.0], gap=[20.0, 7.0, 40.0])
-    ds = jl.simulate(trace, n_tasks=[1, 4, 64, 2048], work=13.0, phases=3, rng=1)
+    ds = jl.simulate(trace, n=[1, 4, 64, 2048], work=13.0, phases=3, rng=1)
     ax = plot_slowdown({"small trace": ds})
     (line,) = ax.get_lines()
     np.testing.assert_allclose(line.get_xdata(), [1, 4, 64, 2048])
@@ -165,7 +165,7 @@ def test_slowdown_lines_in_percent_on_a_log2_axis():
 
 def test_slowdown_band_over_an_extra_dimension():
     trace = jl.Trace(jitter=[3.0, 1.0, 8.0], gap=[20.0, 7.0, 40.0])
-    runs = xr.concat([jl.simulate(trace, n_tasks=[1, 8, 64], work=13.0, rng=seed)
+    runs = xr.concat([jl.simulate(trace, n=[1, 8, 64], work=13.0, rng=seed)
                       for seed in range(4)], dim="seed")
     ax = plot_slowdown({"4 seeds": runs}, percent=False)
     np.testing.assert_allclose(ax.get_lines()[0].get_ydata(),
@@ -224,7 +224,7 @@ def test_timeline_start_times_match_start_rows():
 
 def test_timeline_fig4_coscheduled_window_starts_agree_with_simulate():
     offsets = draw_offsets(FIG4, 2, "coscheduled", rng=3)
-    ds = jl.simulate(FIG4, n_tasks=2, work=300, phases=2, start="coscheduled", rng=3,
+    ds = jl.simulate(FIG4, n=2, work=300, phases=2, start="coscheduled", rng=3,
                      detail=True)
     segments = timeline_segments(FIG4, offsets, 300, phases=2)
     compute = segments[segments.kind == "compute"].sort_values(["phase", "task"])
@@ -264,7 +264,7 @@ def test_timeline_fig6_tree_barrier_operations():
     barrier = jl.TreeBarrier(send=5, recv=5, latency=10)
     rows = [0, 6, 2, 4, 8, 1, 5]
     segments = timeline_segments(FIG2, rows, 100, barrier=barrier, phases=2)
-    ds = jl.simulate(FIG2, n_tasks=7, work=100, phases=2, start=rows, barrier=barrier,
+    ds = jl.simulate(FIG2, n=7, work=100, phases=2, start=rows, barrier=barrier,
                      detail=True)
     np.testing.assert_allclose(np.diff(segments.attrs["phase_end"], prepend=0.0),
                                ds["phase_time"].values)

@@ -6,6 +6,7 @@ from pathlib import Path
 import numba
 import numpy as np
 import pytest
+import xarray as xr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
@@ -30,13 +31,13 @@ def fig2_trace():
 
 
 def test_fig2_two_nodes_finish_at_130_and_165():
-    ds = jl.simulate(fig2_trace(), n_tasks=2, work=100, start=[0, 6], detail=True)
+    ds = jl.simulate(fig2_trace(), n=2, work=100, start=[0, 6], detail=True)
     np.testing.assert_array_equal(ds["compute_time"].isel(phase=0).values, [130, 165])
     assert float(ds["phase_time"][0]) == 165
 
 
 def test_fig3_node1_waits_35_and_resumes_in_the_right_place():
-    ds = jl.simulate(fig2_trace(), n_tasks=2, work=100, phases=2, start=[0, 6], detail=True)
+    ds = jl.simulate(fig2_trace(), n=2, work=100, phases=2, start=[0, 6], detail=True)
     np.testing.assert_array_equal(ds["wait_time"].isel(phase=0).values, [35, 0])
     # node 1 ended at 10 + 130 = 140 and waited 35 (jitter 5, gap 10, jitter 15, 5 of
     # gap 100): it resumes 5 cycles into row 4's gap, so its second phase uses 95 of
@@ -53,17 +54,17 @@ def test_fig4_coscheduled_starts_are_window_starts():
     trace = jl.Trace(jitter=FIG4_JITTER, gap=FIG4_GAP, window=500)
     offsets = draw_offsets(trace, 1000, "coscheduled", rng=1)
     assert set(np.unique(offsets)) <= {0.0, 500.0}
-    ds = jl.simulate(trace, n_tasks=2, work=200, start="coscheduled", rng=3, detail=True)
+    ds = jl.simulate(trace, n=2, work=200, start="coscheduled", rng=3, detail=True)
     ref = simulate_reference(trace, 2, 200, start="coscheduled", rng=3, detail=True)
     np.testing.assert_allclose(ds["compute_time"].values, ref["compute_time"].values)
     with pytest.raises(ValueError, match="window"):
-        jl.simulate(jl.Trace(jitter=FIG4_JITTER, gap=FIG4_GAP), n_tasks=2, work=200,
+        jl.simulate(jl.Trace(jitter=FIG4_JITTER, gap=FIG4_GAP), n=2, work=200,
                     start="coscheduled")
 
 
 def test_fig4_tasks_in_the_same_window_never_wait():
     trace = jl.Trace(jitter=FIG4_JITTER, gap=FIG4_GAP, window=1020)  # one window only
-    ds = jl.simulate(trace, n_tasks=50, work=300, phases=3, start="coscheduled", rng=2,
+    ds = jl.simulate(trace, n=50, work=300, phases=3, start="coscheduled", rng=2,
                      detail=True)
     assert np.all(ds["wait_time"].values == 0)
 
@@ -73,7 +74,7 @@ def test_fig6_seven_task_tree_without_jitter():
     # broadcast along the last child: 2s + L + r, then 2s + L + r to the last leaf
     w, s, r, lat = 1000.0, 1.0, 1.5, 5.0
     quiet = jl.Trace(jitter=[0.0], gap=[10_000.0])
-    ds = jl.simulate(quiet, n_tasks=7, work=w, barrier=jl.TreeBarrier(send=s, recv=r,
+    ds = jl.simulate(quiet, n=7, work=w, barrier=jl.TreeBarrier(send=s, recv=r,
                                                                       latency=lat))
     assert float(ds["phase_time"][0]) == pytest.approx(w + 6 * s + 4 * lat + 6 * r)
     assert float(ds["slowdown"]) == pytest.approx(0.0)
@@ -82,9 +83,9 @@ def test_fig6_seven_task_tree_without_jitter():
 def test_fig6_jitter_during_a_message_delays_the_barrier():
     # one long jitter hits the root just after its compute: the receive is delayed
     trace = jl.Trace(jitter=[0.0, 50.0], gap=[100.0, 10_000.0])
-    quiet = jl.simulate(jl.Trace(jitter=[0.0], gap=[10_150.0]), n_tasks=7, work=100,
+    quiet = jl.simulate(jl.Trace(jitter=[0.0], gap=[10_150.0]), n=7, work=100,
                         start=[0] * 7, barrier=jl.TreeBarrier(send=1, recv=1, latency=5))
-    hit = jl.simulate(trace, n_tasks=7, work=100, start=[0] * 7,
+    hit = jl.simulate(trace, n=7, work=100, start=[0] * 7,
                       barrier=jl.TreeBarrier(send=1, recv=1, latency=5))
     assert float(hit["phase_time"][0]) == pytest.approx(float(quiet["phase_time"][0]) + 50)
 
@@ -94,7 +95,7 @@ def test_loggopsim_noiseless_totals_are_reproduced():
     quiet = jl.Trace(jitter=[0.0], gap=[30.0])
     barrier = jl.TreeBarrier(send=1e-6, recv=1e-6, latency=5e-6)
     for n, total in ((1023, 0.011359), (16383, 0.011963)):
-        ds = jl.simulate(quiet, n_tasks=n, work=1e-3, phases=10, barrier=barrier, rng=0)
+        ds = jl.simulate(quiet, n=n, work=1e-3, phases=10, barrier=barrier, rng=0)
         assert float(ds["phase_time"].sum()) == pytest.approx(total, abs=5e-10)
 
 
@@ -146,7 +147,7 @@ def test_kernel_equals_event_walking_reference(case):
 
 def test_synchronized_starts_never_wait():
     trace = jl.Trace(jitter=[3.0, 1.0, 8.0], gap=[20.0, 7.0, 40.0])
-    ds = jl.simulate(trace, n_tasks=100, work=13.0, phases=5, start="synchronized", rng=4,
+    ds = jl.simulate(trace, n=100, work=13.0, phases=5, start="synchronized", rng=4,
                      detail=True)
     assert np.all(ds["wait_time"].values == 0)
 
@@ -160,9 +161,9 @@ def test_one_phase_is_distributed_as_max_of_n_of_from_trace():
     gap = rng.exponential(1e-3, 300)
     trace = jl.Trace(jitter=jitter, gap=gap)
     n, replicates, work = 16, 800, 300e-6
-    ds = jl.simulate(trace, n_tasks=n * replicates, work=work, rng=6, detail=True)
+    ds = jl.simulate(trace, n=n * replicates, work=work, rng=6, detail=True)
     maxima = ds["compute_time"].isel(phase=0).values.reshape(replicates, n).max(axis=1)
-    law = jl.noise.from_trace(trace, work)
+    law = jl.noise.from_trace(trace, work) + work
     assert stats.kstest(maxima, lambda x: law.cdf(x) ** n).pvalue > 1e-3
     exact = float(jl.max_of_n(law, n=n, quantiles=[0.5])["mean"][0])
     se = maxima.std(ddof=1) / math.sqrt(replicates)
@@ -176,7 +177,7 @@ def test_tree_barrier_theta_lies_inside_theorem1_bounds():
     trace = jl.Trace(jitter=rng.exponential(20e-6, 500), gap=rng.exponential(2e-3, 500))
     tau = 5e-6
     for n in (7, 31, 100, 1023):
-        ds = jl.simulate(trace, n_tasks=n, work=1e-3, barrier=jl.TreeBarrier(latency=tau),
+        ds = jl.simulate(trace, n=n, work=1e-3, barrier=jl.TreeBarrier(latency=tau),
                          rng=n, detail=True)
         slowest = float(ds["compute_time"].isel(phase=0).max())
         theta = float(ds["phase_time"][0])
@@ -191,7 +192,7 @@ def test_from_trace_matches_an_event_walk():
     for work in (0.5, 3.0, 10.0, 14.0, 41.0):
         law = jl.noise.from_trace(trace, work)
         starts = (np.arange(40_000) + 0.5) / 40_000 * period  # midpoint rule in x
-        took = np.array([walk(jitter, gap, x, work) - x for x in starts])
+        took = np.array([walk(jitter, gap, x, work) - x - work for x in starts])
         # midpoint error: each discontinuity costs at most one grid cell
         assert law.mean() == pytest.approx(took.mean(), abs=period * 20 / 40_000)
         points = law.knots[:-1] + 0.37 * np.diff(law.knots)
@@ -200,19 +201,40 @@ def test_from_trace_matches_an_event_walk():
 
 
 def test_from_trace_simple_closed_form():
-    # 1 µs detour every 100 µs, 50 µs of work: w + 1 µs with probability 50/100,
-    # plus the wait-out when starting inside the detour
-    law = jl.noise.from_trace(jl.Trace(jitter=[1e-6], gap=[99e-6]), work=50e-6)
-    assert law.mean() == pytest.approx(0.99 * (50e-6 + 50 / 99 * 1e-6) + 0.01 * 50.5e-6)
-    assert law.lower == pytest.approx(50e-6) and law.upper == pytest.approx(51e-6)
+    # 1 µs detour every 100 µs, 50 µs of work: δ = 1 µs with probability 50/100, plus
+    # the wait-out when starting inside the detour; the law is of δ, not of w + δ
+    noise = jl.noise.from_trace(jl.Trace(jitter=[1e-6], gap=[99e-6]), work=50e-6)
+    assert noise.mean() == pytest.approx(0.99 * 50 / 99 * 1e-6 + 0.01 * 0.5e-6)
+    assert noise.lower == 0.0 and noise.upper == pytest.approx(1e-6)
+    assert (noise + 50e-6).mean() == pytest.approx(50e-6 + noise.mean())
+
+
+def test_from_trace_and_periodic_share_one_convention():
+    # a strictly periodic trace is the Periodic law: both are laws of δ
+    period, duration, work = 4e-3, 2.5e-6, 1e-3
+    trace = jl.Trace(jitter=[duration], gap=[period - duration])
+    from_trace = jl.noise.from_trace(trace, work=work)
+    periodic = jl.noise.Periodic(period=period, duration=duration, work=work)
+    points = np.linspace(0, 2 * duration, 41)
+    np.testing.assert_allclose(from_trace.cdf(points), periodic.cdf(points), atol=1e-12)
+    assert from_trace.mean() == pytest.approx(periodic.mean(), rel=1e-9)
+
+
+@pytest.mark.parametrize("work", [0.0, -1e-3])
+def test_from_trace_and_periodic_refuse_no_work(work):
+    trace = jl.Trace(jitter=[1e-6], gap=[99e-6])
+    with pytest.raises(ValueError, match="work must be finite and > 0"):
+        jl.noise.from_trace(trace, work=work)
+    with pytest.raises(ValueError, match="work must be finite and > 0"):
+        jl.noise.Periodic(period=1e-3, duration=1e-6, work=work)
 
 
 def test_sequence_of_task_counts_shares_the_first_tasks():
     trace = jl.Trace(jitter=[3.0, 1.0, 8.0], gap=[20.0, 7.0, 40.0])
-    many = jl.simulate(trace, n_tasks=[1, 10, 100], work=13.0, phases=3, rng=11)
-    assert many["phase_time"].dims == ("n_tasks", "phase")
-    one = jl.simulate(trace, n_tasks=10, work=13.0, phases=3, rng=11)
-    np.testing.assert_array_equal(many["phase_time"].sel(n_tasks=10).values,
+    many = jl.simulate(trace, n=[1, 10, 100], work=13.0, phases=3, rng=11)
+    assert many["phase_time"].dims == ("n", "phase")
+    one = jl.simulate(trace, n=10, work=13.0, phases=3, rng=11)
+    np.testing.assert_array_equal(many["phase_time"].sel(n=10).values,
                                   one["phase_time"].values)
     assert np.all(np.diff(many["slowdown"].values) >= 0)
 
@@ -220,7 +242,7 @@ def test_sequence_of_task_counts_shares_the_first_tasks():
 def test_results_do_not_depend_on_threads_and_repeat_from_rng():
     rng = np.random.default_rng(1)
     trace = jl.Trace(jitter=rng.exponential(1e-5, 1000), gap=rng.exponential(1e-3, 1000))
-    kwargs = dict(n_tasks=5000, work=1e-3, phases=4, rng=3)
+    kwargs = dict(n=5000, work=1e-3, phases=4, rng=3)
     before = numba.get_num_threads()
     try:
         numba.set_num_threads(1)
@@ -239,26 +261,47 @@ def test_results_do_not_depend_on_threads_and_repeat_from_rng():
 
 def test_coverage_and_slowdown():
     trace = jl.Trace(jitter=[0.0], gap=[100.0])
-    ds = jl.simulate(trace, n_tasks=4, work=10.0, phases=5, rng=1)
+    ds = jl.simulate(trace, n=4, work=10.0, phases=5, rng=1)
     assert float(ds["slowdown"]) == 0.0
     assert float(ds["coverage"]) == pytest.approx(0.5)
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"n_tasks": 0}, "n_tasks"),
-    ({"n_tasks": 2.5}, "n_tasks"),
-    ({"work": 0.0}, "work"),
-    ({"phases": 0}, "phases"),
-    ({"start": "chaotic"}, "start"),
-    ({"start": [0, 1]}, "start rows"),
-    ({"start": [0, 1, 99]}, "start rows"),
-    ({"barrier": "tree"}, "barrier"),
-    ({"n_tasks": [2, 3], "detail": True}, "detail"),
+@pytest.mark.parametrize(("kwargs", "error", "message"), [
+    ({"n": 0}, ValueError, "n must be >= 1"),
+    ({"n": 2.5}, ValueError, "n must be a whole number"),
+    ({"n": 1e20}, ValueError, "n = 1e.20 is too large"),
+    ({"n": []}, ValueError, "n must be a positive integer"),
+    ({"n": "3"}, ValueError, "n must be a positive integer"),
+    ({"n": None}, TypeError, "needs n"),
+    ({"n": 3, "n_tasks": 3}, TypeError, "n or its old name n_tasks"),
+    ({"work": 0.0}, ValueError, "work"),
+    ({"work": "1.0"}, TypeError, "work must be a real number"),
+    ({"phases": 0}, ValueError, "phases"),
+    ({"phases": 2.7}, ValueError, "phases must be a whole number"),
+    ({"phases": float("nan")}, ValueError, "phases must be a whole number"),
+    ({"start": "chaotic"}, ValueError, "start"),
+    ({"start": [0, 1]}, ValueError, "start rows"),
+    ({"start": [0, 1, 99]}, ValueError, "start rows"),
+    ({"barrier": "tree"}, TypeError, "barrier"),
+    ({"detail": "yes"}, TypeError, "detail"),
+    ({"n": [2, 3], "detail": True}, ValueError, "detail"),
 ])
-def test_bad_arguments_raise(kwargs, message):
-    arguments = {"n_tasks": 3, "work": 1.0, **kwargs}
-    with pytest.raises(ValueError, match=message):
+def test_bad_arguments_raise(kwargs, error, message):
+    arguments = {"n": 3, "work": 1.0, **kwargs}
+    with pytest.raises(error, match=message):
         jl.simulate(jl.Trace(jitter=[1.0, 2.0], gap=[3.0, 4.0]), **arguments)
+
+
+def test_trace_must_be_a_trace():
+    with pytest.raises(TypeError, match=r"trace must be a jitterlab.Trace .*got list"):
+        jl.simulate([1, 2], n=3, work=1.0)
+
+
+def test_old_keyword_n_tasks_still_works():
+    trace = jl.Trace(jitter=[3.0, 1.0, 8.0], gap=[20.0, 7.0, 40.0])
+    new = jl.simulate(trace, n=[1, 10], work=13.0, phases=2, rng=4)
+    old = jl.simulate(trace, n_tasks=[1, 10], work=13.0, phases=2, rng=4)
+    xr.testing.assert_identical(new.drop_attrs(), old.drop_attrs())
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
@@ -269,6 +312,40 @@ def test_bad_arguments_raise(kwargs, message):
 def test_bad_tree_barrier_raises(kwargs, message):
     with pytest.raises(ValueError, match=message):
         jl.TreeBarrier(**kwargs)
+
+
+@pytest.mark.parametrize("name", ["send", "recv", "latency", "intra_node_latency"])
+def test_tree_barrier_refuses_strings_as_times(name):
+    with pytest.raises(TypeError, match=f"{name} must be a real number"):
+        jl.TreeBarrier(**{name: "1e-6"})
+
+
+@pytest.mark.parametrize(("fanout", "depth"), [(2, 4), (3, 3), (4, 2)])
+def test_tree_barrier_tau_is_the_noiseless_hop_time(fanout, depth):
+    # every task enters at once on a full tree of depth D: the barrier takes 2τ·D
+    n = sum(fanout**level for level in range(depth + 1))
+    barrier = jl.TreeBarrier(fanout=fanout, send=0.3, recv=0.7, latency=2.0)
+    quiet = jl.Trace(jitter=[0.0], gap=[1e9])
+    ds = jl.simulate(quiet, n=n, work=5.0, start="synchronized", barrier=barrier, rng=1)
+    assert barrier.tau == pytest.approx(2.0 + 0.5 * (fanout + 1) * 1.0)
+    assert float(ds["phase_time"][0]) == pytest.approx(5.0 + 2 * barrier.tau * depth,
+                                                       rel=1e-12)
+    assert int(jl.tree_depth(n, fanout)) == depth
+
+
+def test_random_row_starts_where_jitsim_does():
+    # one 1 µs detour per 100 µs, 50 µs of work, one phase: a random *time* meets the
+    # detour half of the time (slowdown ≈ 1/50 for many tasks), a random *row* always
+    # starts at the beginning of the gap and never meets it
+    trace = jl.Trace(jitter=[1e-6], gap=[99e-6])
+    by_time = jl.simulate(trace, n=1000, work=50e-6, start="random", rng=1)
+    by_row = jl.simulate(trace, n=1000, work=50e-6, start="random_row", rng=1)
+    assert float(by_time["slowdown"]) == pytest.approx(0.02, rel=1e-9)
+    assert float(by_row["slowdown"]) == 0.0
+    rows = jl.simulate(jl.Trace(jitter=[1.0, 2.0, 3.0], gap=[5.0, 6.0, 7.0]), n=500,
+                       work=1.0, start="random_row", rng=2, detail=True)
+    # starting at the start of a gap of >= 5 units, 1 unit of work meets no jitter
+    assert np.all(rows["compute_time"].values[0] == 1.0)
 
 
 def test_slowdowns_agree_with_loggopsim_on_its_noise_trace():
@@ -282,7 +359,7 @@ def test_slowdowns_agree_with_loggopsim_on_its_noise_trace():
     barrier = jl.TreeBarrier(send=1e-6, recv=1e-6, latency=5e-6)
     for n in (1023, 16383):
         theirs = results[(results.n_ranks == n) & (results.noise != "none")].total_time_s
-        ours = np.array([float(jl.simulate(trace, n_tasks=n, work=1e-3, phases=10,
+        ours = np.array([float(jl.simulate(trace, n=n, work=1e-3, phases=10,
                                            barrier=barrier, rng=seed)["phase_time"].sum())
                          for seed in range(8)])
         se = math.sqrt(ours.var(ddof=1) / ours.size + theirs.var(ddof=1) / theirs.size)
@@ -292,7 +369,7 @@ def test_slowdowns_agree_with_loggopsim_on_its_noise_trace():
 def test_worked_example_in_cycles_converted_to_seconds():
     # 1 GHz cycles are not exact in binary seconds: ties must still be ties
     trace = jl.Trace(jitter=FIG2_JITTER, gap=FIG2_GAP, unit="cycles", frequency_hz=1e9)
-    ds = jl.simulate(trace, n_tasks=3, work=100e-9, start=[0, 6, 4], detail=True)
+    ds = jl.simulate(trace, n=3, work=100e-9, start=[0, 6, 4], detail=True)
     np.testing.assert_allclose(ds["compute_time"].isel(phase=0).values * 1e9, [130, 165, 100])
     x = (sum(FIG2_JITTER[:4]) + sum(FIG2_GAP[:4]) + FIG2_JITTER[4]) / 1e9
     assert (walk(trace.jitter_seconds, trace.gap_seconds, x, 100e-9) - x) * 1e9 == \

@@ -17,9 +17,11 @@ __all__ = ["NoiseModel", "Shifted", "Sum", "Mixture"]
 class NoiseModel(ABC):
     """A frozen distribution of a non-negative time, in seconds.
 
-    Subclasses give the noise ``δ`` met by one process in one compute phase (or,
-    after ``+ w``, the phase time ``w + δ``). All methods are vectorised over their
-    argument.
+    One convention for every law: a model is the law of the noise ``δ`` met by one
+    process in one compute phase, never of the phase time. Laws whose noise depends on
+    the work (:class:`Periodic`, :func:`from_trace`) take ``work`` as a parameter and
+    still return ``δ``; ``model + w`` (a :class:`Shifted`) is the phase time ``w + δ``.
+    All methods are vectorised over their argument.
     """
 
     #: smallest value of the support [s]
@@ -118,7 +120,11 @@ def _isf_by_bisection(model: NoiseModel, q: np.ndarray, iterations: int = 200) -
 
 
 class Shifted(NoiseModel):
-    """``base + shift``: the phase time ``w + δ`` for noise ``δ`` and work ``w`` [s]."""
+    """``base + shift``: the phase time ``w + δ`` for noise ``δ`` and work ``w`` [s].
+
+    A negative shift is allowed only while every time stays >= 0 (it cannot move the
+    law's lower end below zero).
+    """
 
     def __init__(self, base: NoiseModel, shift: float):
         if not isinstance(base, NoiseModel):
@@ -126,6 +132,10 @@ class Shifted(NoiseModel):
         shift = float(shift)
         if not math.isfinite(shift):
             raise ValueError(f"shift must be finite, got {shift!r}")
+        if base.lower + shift < 0:
+            raise ValueError(
+                f"shift by {shift:g} s would make times negative: the law starts at "
+                f"{base.lower:g} s, so the shift (the work w) must be >= {-base.lower:g} s")
         if isinstance(base, Shifted):  # flatten nested shifts
             base, shift = base.base, base.shift + shift
         self.base, self.shift = base, shift

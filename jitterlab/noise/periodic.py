@@ -29,7 +29,8 @@ class Periodic(Piecewise):
     duration : float
         Length of each detour; must be shorter than ``period``. [s]
     work : float
-        Undisturbed compute time of the window. [s]
+        Undisturbed compute time of the window; must be > 0. The law is still that of
+        the noise δ (add ``work`` for the phase time). [s]
 
     Notes
     -----
@@ -52,7 +53,7 @@ class Periodic(Piecewise):
     def __init__(self, period: float, duration: float, work: float):
         self.period = check_positive("period", period)
         self.duration = check_positive("duration", duration)
-        self.work = check_positive("work", work, allow_zero=True)
+        self.work = check_positive("work", work)
         if self.duration >= self.period:
             raise ValueError(f"duration ({self.duration:g} s) must be shorter than period "
                              f"({self.period:g} s)")

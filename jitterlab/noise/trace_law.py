@@ -1,4 +1,4 @@
-"""The law of the phase time w + δ seen from a uniformly random start in a jitter trace.
+"""The law of the noise δ met by work w from a uniformly random start in a jitter trace.
 
 This is a fixed-work-quantum (FWQ) measurement emulated on a trace: the max-of-N of
 this law is the distribution-based prediction for that trace (De & Mann, seed 000,
@@ -55,20 +55,23 @@ def _time_at_compute_left(c, starts, computed, jitter):
 
 
 def from_trace(trace, work: float) -> Piecewise:
-    """Exact law of the time to finish ``work`` from a uniformly random start in ``trace``.
+    """Exact law of the noise δ met by ``work`` from a uniformly random start in ``trace``.
 
     Parameters
     ----------
     trace : jitterlab.Trace
         A jitter trace (rows of jitter and the gap that follows); it wraps around.
     work : float
-        Undisturbed compute time w. [s]
+        Undisturbed compute time w; must be > 0 (a phase with no work meets no jitter
+        by jitSim's rule, so there is no law to give). [s]
 
     Returns
     -------
     Piecewise
-        The law of w + δ [s]: point masses for starts inside gaps, uniform pieces for
-        starts inside a jitter (which first wait out its remainder).
+        The law of δ, the time to finish ``work`` minus ``work`` [s], like every law in
+        :mod:`jitterlab.noise`; add ``work`` for the phase time w + δ. Point masses for
+        starts inside gaps, uniform pieces for starts inside a jitter (which first
+        wait out its remainder).
 
     Notes
     -----
@@ -83,11 +86,13 @@ def from_trace(trace, work: float) -> Piecewise:
     --------
     >>> import jitterlab as jl
     >>> trace = jl.Trace(jitter=[1e-6], gap=[99e-6])  # 1 µs detour every 100 µs
-    >>> law = jl.noise.from_trace(trace, work=50e-6)
-    >>> round(law.mean() * 1e6, 6)  # 50 µs, plus 1 µs half the time, plus the wait-out
+    >>> noise = jl.noise.from_trace(trace, work=50e-6)
+    >>> round(noise.mean() * 1e6, 6)  # 1 µs half the time, plus the wait-out [µs]
+    0.505
+    >>> round((noise + 50e-6).mean() * 1e6, 6)  # the phase time w + δ [µs]
     50.505
     """
-    work = check_positive("work", work, allow_zero=True)
+    work = check_positive("work", work)
     jitter = np.asarray(trace.jitter_seconds, dtype=float)
     gap = np.asarray(trace.gap_seconds, dtype=float)
     starts, computed = trace_positions(jitter, gap)
@@ -112,8 +117,14 @@ def from_trace(trace, work: float) -> Piecewise:
     rows = np.flatnonzero(jitter > 0)
     finish = _time_at_compute_left(computed[rows] + work, starts, computed, jitter)
     low = finish - starts[rows] - jitter[rows]
-    law = Piecewise(atom_values=elapsed, atom_weights=widths[keep] / period,
-                    segment_low=low, segment_high=low + jitter[rows],
+    # the noise is elapsed − w; what is left of w by rounding of the cumulative
+    # positions (a few ulps of the trace length) is no noise
+    rounding = 64 * np.finfo(float).eps * (period + work)
+    noise = elapsed - work
+    noise[noise < rounding] = 0.0
+    wait_out = np.maximum(low - work, 0.0)
+    law = Piecewise(atom_values=noise, atom_weights=widths[keep] / period,
+                    segment_low=wait_out, segment_high=wait_out + jitter[rows],
                     segment_weights=jitter[rows] / period)
     law.source = getattr(trace, "attrs", {}).get("source", "trace")
     law.work = work
