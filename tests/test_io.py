@@ -105,7 +105,8 @@ def _attr_values():
 _RESERVED = {"unit", "frequency_hz", "duration_ns", "jitterlab_trace_json_keys",
              "jitterlab_trace_other_attrs", "jitterlab_trace_format"}
 attr_dicts = st.dictionaries(st.text(min_size=1, max_size=10).filter(
-    lambda k: k not in _RESERVED and k != "offset"), _attr_values(), max_size=4)
+    lambda k: k not in _RESERVED and k not in ("offset", "jitter", "gap")), _attr_values(),
+    max_size=4)
 times = st.floats(0, 1e9, allow_nan=False, allow_infinity=False)
 
 
@@ -237,8 +238,8 @@ def test_plain_csv_defaults_to_seconds(tmp_path):
 # format selection
 # --------------------------------------------------------------------------------------
 def test_registry():
-    assert set(FORMATS) == {"jitterlab", "jitsim", "loggopsim", "sysjitter", "ftq", "fwq",
-                            "detour"}
+    # only what read_trace reads: FTQ and FWQ output are not traces (read_ftq, read_fwq)
+    assert set(FORMATS) == {"jitterlab", "jitsim", "loggopsim", "sysjitter", "detour"}
     assert set(EXTENSIONS.values()) <= set(FORMATS)
 
 
@@ -250,6 +251,70 @@ def test_unknown_extension_and_format(tmp_path):
     with pytest.raises(ValueError, match="unknown trace format 'netgauge'"):
         read_trace(path, format="netgauge")
     assert read_trace(str(path), format="loggopsim").n_events == 1
+    with pytest.raises(ValueError) as info:
+        read_trace(path)
+    assert "'ftq'" not in str(info.value) and "read_ftq" in str(info.value)
+
+
+def test_missing_file_is_named(tmp_path):
+    for name in ("missing.csv", "missing.3", "missing.jitsim.gz"):
+        with pytest.raises(FileNotFoundError, match=name):
+            read_trace(tmp_path / name)
+
+
+@pytest.mark.parametrize(("path", "format"), [(3, None), (None, None), ("x.csv", 3),
+                                              ("x.csv", ["jitsim"])])
+def test_path_and_format_of_the_wrong_type(path, format):
+    with pytest.raises(TypeError, match="path" if format is None else "format"):
+        read_trace(path, format=format)
+
+
+@pytest.mark.parametrize(("name", "format", "keyword", "accepted"), [
+    ("x.jitsim", None, "frequency", "unit, frequency_hz"),
+    ("x.csv", None, "unit", "no options"),
+    ("x.trc", "loggopsim", "overlaps", "overlap"),
+    ("x.1", "sysjitter", "cycles", "unit, overlap"),
+])
+def test_unknown_keyword_names_it_and_the_accepted_ones(tmp_path, name, format, keyword,
+                                                        accepted):
+    path = fig2().to_jitsim(tmp_path / name)
+    with pytest.raises(TypeError, match=f"'{keyword}'.*{format or ''}.*{accepted}"):
+        read_trace(path, format=format, **{keyword: 1})
+
+
+# --------------------------------------------------------------------------------------
+# corrupt compressed and binary files
+# --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["trace.csv.gz", "trace.jitsim.gz", "trace.parquet.gz",
+                                  "trace.nc.gz", "trace.trc.gz", "packed.csv"])
+@pytest.mark.parametrize("damage", ["truncated", "garbage"])
+def test_corrupt_gzip_names_the_file(tmp_path, name, damage):
+    packed = gzip.compress(fig2().to_jitsim(tmp_path / "source.jitsim").read_bytes())
+    data = packed[:len(packed) // 2] if damage == "truncated" else packed[:10] + b"\0" * 40
+    path = tmp_path / name
+    path.write_bytes(data)
+    with pytest.raises(ValueError, match=rf"{name}: not a readable gzip file"):
+        read_trace(path, format="loggopsim" if name.startswith("trace.trc") else None)
+
+
+@pytest.mark.parametrize(("name", "kind"), [
+    ("junk.parquet", "Parquet"), ("junk.nc", "netCDF"), ("junk.parquet.gz", "Parquet"),
+    ("junk.nc.gz", "netCDF"),
+])
+@pytest.mark.parametrize("content", [b"junk junk junk\n", b"jitter,gap\n1,2\n", b""])
+def test_junk_binary_files_are_not_reported_as_csv(tmp_path, name, kind, content):
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(content) if name.endswith(".gz") else content)
+    with pytest.raises(ValueError, match=rf"{name}: not a {kind} file") as info:
+        read_trace(path)
+    assert "header" not in str(info.value)
+
+
+def test_damaged_netcdf_names_the_file(tmp_path):
+    path = fig2().to_netcdf(tmp_path / "cut.nc")
+    path.write_bytes(path.read_bytes()[:200])
+    with pytest.raises(ValueError, match="cut.nc: not a readable netCDF file"):
+        read_trace(path)
 
 
 # --------------------------------------------------------------------------------------

@@ -64,9 +64,30 @@ def write(path, lines, compress=False):
 # registry
 # --------------------------------------------------------------------------------------
 def test_new_formats_are_registered():
-    for name in ("sysjitter", "ftq", "fwq"):
-        assert FORMATS[name] == name
+    assert FORMATS["sysjitter"] == "sysjitter"
+    assert "ftq" not in FORMATS and "fwq" not in FORMATS  # not traces: read_ftq, read_fwq
     assert set(EXTENSIONS.values()) <= set(FORMATS)
+
+
+@pytest.mark.parametrize("name", ["run.3", "run.3.gz", "sysjitter_raw_excerpt.1.gz", "cpu1",
+                                  "raw.txt"])
+def test_sysjitter_raw_file_is_recognised_from_its_header(tmp_path, name):
+    path = tmp_path / name
+    data = EXCERPT.read_bytes()
+    path.write_bytes(data if name.endswith(".gz") else gzip.decompress(data))
+    trace = read_trace(path)
+    reference = read_trace(EXCERPT, format="sysjitter")
+    np.testing.assert_array_equal(trace.jitter, reference.jitter)
+    np.testing.assert_array_equal(trace.gap, reference.gap)
+    assert trace.attrs["source"] == "sysjitter" and trace.attrs["file"] == name
+    assert read_trace(path, unit="cycles").unit == "cycles"  # its options pass through
+
+
+def test_summary_is_recognised_and_refused_by_name_of_its_reader(tmp_path):
+    path = tmp_path / "sysjitter.out"
+    path.write_bytes(SUMMARY.read_bytes())
+    with pytest.raises(NotATraceError, match="sysjitter.out.*read_sysjitter_summary"):
+        read_trace(path)
 
 
 # --------------------------------------------------------------------------------------
@@ -277,8 +298,15 @@ def test_ftq_quantum_from_the_time_stamps_or_given(tmp_path):
 
 def test_ftq_is_not_a_trace(tmp_path):
     path = write(tmp_path / "ftq_0.dat", FTQ_LINES)
-    with pytest.raises(NotATraceError, match=r"read_ftq\(path"):
+    with pytest.raises(NotATraceError, match=r"ftq_0.dat.*read_ftq\(path"):
         read_trace(path, format="ftq")
+
+
+@pytest.mark.parametrize("name", ["ftq_0.dat", "ftq_0.dat.gz", "run7.out"])
+def test_ftq_file_without_format_points_to_read_ftq(tmp_path, name):
+    path = write(tmp_path / name, FTQ_LINES, compress=name.endswith(".gz"))
+    with pytest.raises(NotATraceError, match=rf"{name}: FTQ output.*read_ftq\(path"):
+        read_trace(path)
 
 
 @pytest.mark.parametrize("lines, message", [
@@ -308,8 +336,10 @@ def test_fwq_samples(tmp_path):
         read_fwq(path)
     with pytest.raises(ValueError, match="frequency_hz must be finite and > 0"):
         read_fwq(path, frequency_hz=-1)
-    with pytest.raises(NotATraceError, match=r"read_fwq\(path"):
+    with pytest.raises(NotATraceError, match=r"fwq_0_times.dat.*read_fwq\(path"):
         read_trace(path, format="fwq")
+    with pytest.raises(NotATraceError, match=r"fwq_0_times.dat: FWQ output.*read_fwq\(path"):
+        read_trace(path)  # recognised from the name FWQ gives its files
 
 
 @pytest.mark.parametrize("lines, message", [
@@ -332,3 +362,17 @@ def test_fwq_law_feeds_max_of_n(tmp_path):
     ds = jl.max_of_n(law, n=[1, 8])
     assert float(ds["mean"].sel(n=1)) == pytest.approx(law.mean())
     assert math.isfinite(float(ds["mean"].sel(n=8)))
+
+
+@pytest.mark.parametrize(("writer", "format"), [("to_csv", "jitterlab"),
+                                                ("to_jitsim", "jitsim"),
+                                                ("to_loggopsim", "loggopsim"),
+                                                ("to_parquet", "jitterlab"),
+                                                ("to_netcdf", "jitterlab")])
+def test_files_jitterlab_wrote_are_recognised_under_any_name(tmp_path, writer, format):
+    from jitterlab.trace import Trace
+
+    trace = Trace([10, 5], [50, 30], unit="cycles", frequency_hz=1e9)
+    path = getattr(trace, writer)(tmp_path / "trace.out")
+    assert read_trace(path).equals(read_trace(path, format=format))
+    assert read_trace(path).equals(trace)

@@ -7,14 +7,16 @@
 * ``"loggopsim"`` — :mod:`jitterlab.io.loggopsim`: LogGOPSim/netgauge noise traces,
   absolute nanoseconds (``.trc``);
 * ``"sysjitter"`` — :mod:`jitterlab.io.sysjitter`: sysjitter raw files
-  (``PREFIX.<core>``; no extension of their own, so pass ``format="sysjitter"``).
+  (``PREFIX.<core>``; no extension of their own, recognised from their header);
+* ``"detour"`` — the chunk directory of a detour run (``.detour``), see
+  :func:`jitterlab.bench.read_detour`.
 
 Measurements that are not traces have their own readers: the sysjitter summary
 (:func:`read_sysjitter_summary`, a pandas Series), FTQ output (:func:`read_ftq`, an
 :class:`~jitterlab.io.ftq.FTQMeasurement` with the noise per quantum) and FWQ output
-(:func:`read_fwq`, the empirical law of w + δ). ``read_trace`` with ``format="ftq"`` or
-``"fwq"``, or on a sysjitter summary, raises :class:`NotATraceError` naming the reader
-to use.
+(:func:`read_fwq`, the empirical law of w + δ). ``read_trace`` given one of them
+(``format="ftq"`` or ``"fwq"``, a file named ``ftq_*``/``fwq_*``, FTQ's header or a
+sysjitter summary) raises :class:`NotATraceError` naming the reader to use.
 
 Any of them may be gzip-compressed (``.gz`` appended); compression is recognised from
 the content. Writing goes through the :class:`~jitterlab.trace.Trace` methods
@@ -23,22 +25,28 @@ atomically (a temporary file in the same directory, then :func:`os.replace`).
 
 A new format is a module in this package with a function ``read(path, **options) ->
 Trace`` (and ``write(trace, path)``), registered by one entry in :data:`FORMATS` and its
-file extensions in :data:`EXTENSIONS`.
+file extensions in :data:`EXTENSIONS`; the keywords of its ``read`` are the options
+``read_trace`` accepts for it.
 """
 
 from __future__ import annotations
 
+import errno
 import importlib
+import inspect
+import os
+import re
 from pathlib import Path
 
 from ..trace import Trace
+from . import _common, ftq, fwq, native, sysjitter
 from ._common import NotATraceError, strip_gz
 from .ftq import FTQMeasurement, read_ftq
 from .fwq import read_fwq
 from .sysjitter import read_summary as read_sysjitter_summary
 
-__all__ = ["read_trace", "FORMATS", "EXTENSIONS", "NotATraceError", "read_sysjitter_summary",
-           "read_ftq", "FTQMeasurement", "read_fwq"]
+__all__ = ["read_trace", "FORMATS", "EXTENSIONS", "NOT_TRACES", "NotATraceError",
+           "read_sysjitter_summary", "read_ftq", "FTQMeasurement", "read_fwq"]
 
 #: format name -> module of this package that reads it
 FORMATS: dict[str, str] = {
@@ -46,8 +54,6 @@ FORMATS: dict[str, str] = {
     "jitsim": "jitsim",
     "loggopsim": "loggopsim",
     "sysjitter": "sysjitter",
-    "ftq": "ftq",
-    "fwq": "fwq",
     "detour": "detour",
 }
 
@@ -62,12 +68,74 @@ EXTENSIONS: dict[str, str] = {
     ".detour": "detour",
 }
 
+#: measurements that are not traces: name -> the error naming their reader (called with
+#: the file name)
+NOT_TRACES = {"ftq": ftq.not_a_trace, "fwq": fwq.not_a_trace}
+
+#: file names FTQ and FWQ give their output (``ftq_0.dat``, ``fwq_0_times.dat``)
+_NOT_TRACE_NAME = re.compile(r"(ftq|fwq)(?![a-z])", re.IGNORECASE)
+#: title in the marker line jitterlab writes -> format
+_MARKER_TITLES = {"(jitterlab CSV": "jitterlab", "(jitSim": "jitsim", "(LogGOPSim": "loggopsim"}
+#: bytes read to recognise a file from its content
+_HEAD_BYTES = 1 << 16
+
 
 def _describe_formats() -> str:
     by_format = {name: [ext for ext, fmt in EXTENSIONS.items() if fmt == name]
                  for name in FORMATS}
-    return "; ".join(f"{name!r} ({', '.join(exts) or 'no extension'})"
-                     for name, exts in by_format.items())
+    described = "; ".join(f"{name!r} ({', '.join(exts) or 'recognised from its header'})"
+                          for name, exts in by_format.items())
+    return (f"{described}. FTQ and FWQ output are not traces: read them with "
+            "jitterlab.io.read_ftq and read_fwq")
+
+
+def _sniff(path: Path) -> str | None:
+    """The format of a file recognised from its first bytes, or None.
+
+    Raises NotATraceError for FTQ output and FWQ files named by FWQ.
+    """
+    match = _NOT_TRACE_NAME.match(path.name)
+    if match:
+        raise NOT_TRACES[match.group(1).lower()](path.name)
+    head = _common.read_bytes(path, _HEAD_BYTES)
+    if native.binary_kind(head) is not None:
+        return "jitterlab"
+    lines = head.decode("utf-8", errors="replace").split("\n")
+    if lines[0].startswith(_common.MARKER):
+        title = lines[0][len(_common.MARKER):].strip()
+        return next((fmt for prefix, fmt in _MARKER_TITLES.items()
+                     if title.startswith(prefix)), None)
+    if sysjitter.looks_like_raw(lines) or sysjitter.looks_like_summary(lines):
+        return "sysjitter"  # whose reader refuses a summary, naming read_sysjitter_summary
+    if ftq.looks_like_ftq(lines[:40]):
+        raise ftq.not_a_trace(path.name)
+    return None
+
+
+def _format_of(path: Path) -> str:
+    suffix = Path(strip_gz(path)).suffix.lower()
+    if suffix in EXTENSIONS:
+        return EXTENSIONS[suffix]
+    if path.is_dir():
+        raise ValueError(f"{path.name} is a directory; read_trace reads a directory only as "
+                         "a detour run (name ending in '.detour', or format='detour')")
+    format = _sniff(path)
+    if format is None:
+        raise ValueError(f"cannot tell the format of {path.name!r} from its extension or "
+                         f"its first lines; pass format= one of {_describe_formats()}")
+    return format
+
+
+def _check_options(reader, format: str, options: dict) -> None:
+    """TypeError naming each keyword the format's reader does not take."""
+    parameters = list(inspect.signature(reader).parameters.values())[1:]  # after path
+    accepted = [p.name for p in parameters
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    unknown = [key for key in options if key not in accepted]
+    if unknown:
+        takes = (f"accepts {', '.join(accepted)}" if accepted else "takes no options")
+        raise TypeError(f"read_trace() got unexpected keyword argument(s) "
+                        f"{', '.join(map(repr, unknown))}: the {format!r} format {takes}")
 
 
 def read_trace(path, format: str | None = None, **options) -> Trace:
@@ -77,16 +145,20 @@ def read_trace(path, format: str | None = None, **options) -> Trace:
     ----------
     path : str or path-like
         The file; gzip-compressed files are read transparently.
-    format : {"jitterlab", "jitsim", "loggopsim", "sysjitter", "ftq", "fwq", "detour"}, optional
+    format : {"jitterlab", "jitsim", "loggopsim", "sysjitter", "detour"}, optional
         The file format; by default recognised from the extension (``.csv``,
         ``.parquet``, ``.nc`` → jitterlab; ``.jitsim``, ``.tsv`` → jitsim; ``.trc`` →
         loggopsim; each optionally followed by ``.gz``; a ``.detour`` directory → the
-        chunks of a detour run, see :func:`jitterlab.bench.read_detour`). "ftq" and
-        "fwq" always raise :class:`NotATraceError` (use :func:`read_ftq`, :func:`read_fwq`).
+        chunks of a detour run, see :func:`jitterlab.bench.read_detour`), else from the
+        first lines (a sysjitter raw file ``PREFIX.<core>``, a file jitterlab wrote).
+        FTQ and FWQ output are not traces: read them with :func:`read_ftq` and
+        :func:`read_fwq` (``format="ftq"`` or ``"fwq"`` raises :class:`NotATraceError`
+        saying so).
     **options
         Passed to the format's reader, e.g. ``frequency_hz=`` [Hz] and ``unit=`` for a
         jitSim table that does not record them, ``unit="cycles"`` or ``overlap=`` for
-        sysjitter.
+        sysjitter, ``overlap=`` for LogGOPSim; the jitterlab and detour formats take
+        none.
 
     Returns
     -------
@@ -94,9 +166,15 @@ def read_trace(path, format: str | None = None, **options) -> Trace:
 
     Raises
     ------
+    FileNotFoundError
+        When ``path`` does not exist.
+    TypeError
+        For a ``path`` or ``format`` of the wrong type, and for a keyword the format's
+        reader does not take (naming it and the accepted ones).
     ValueError
-        For an unknown format or extension, and for malformed files (naming the file,
-        the line and what was expected).
+        For an unknown format or a file whose format cannot be told, and for malformed
+        or damaged files, gzip included (naming the file, the line and what was
+        expected).
     NotATraceError
         (a ValueError) For files that hold a summary or a benchmark result rather than
         a trace; the message names the reader to use.
@@ -111,15 +189,22 @@ def read_trace(path, format: str | None = None, **options) -> Trace:
     ...     read_trace(path).equals(trace)
     True
     """
+    if isinstance(path, bytes) or not isinstance(path, str | os.PathLike):
+        raise TypeError(f"path must be a str or path-like, got {type(path).__name__} {path!r}")
+    path = Path(path)
+    if not str(path) or path == Path("."):
+        raise ValueError(f"path must name a file, got {str(path)!r}")
+    if format is not None and not isinstance(format, str):
+        raise TypeError(f"format must be a string, got {type(format).__name__} {format!r}")
+    if not path.exists():
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path))
+    if format in NOT_TRACES:
+        raise NOT_TRACES[format](path.name)
     if format is None:
-        name = strip_gz(path)
-        suffix = Path(name).suffix.lower()
-        if suffix not in EXTENSIONS:
-            raise ValueError(f"cannot tell the format of {Path(path).name!r} from its "
-                             f"extension; pass format= one of {_describe_formats()}")
-        format = EXTENSIONS[suffix]
+        format = _format_of(path)
     if format not in FORMATS:
         raise ValueError(f"unknown trace format {format!r}; known formats: "
                          f"{_describe_formats()}")
-    module = importlib.import_module(f"{__name__}.{FORMATS[format]}")
-    return module.read(path, **options)
+    reader = importlib.import_module(f"{__name__}.{FORMATS[format]}").read
+    _check_options(reader, format, options)
+    return reader(path, **options)

@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import tempfile
+import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -28,12 +29,24 @@ MARKER = "# jitterlab trace"
 # --------------------------------------------------------------------------------------
 # reading bytes and text (gzip detected from the content, not the name)
 # --------------------------------------------------------------------------------------
-def read_bytes(path) -> bytes:
-    """The content of ``path``, decompressed if it is gzip."""
-    data = Path(path).read_bytes()
-    if data[:2] == GZIP_MAGIC:
-        data = gzip.decompress(data)
-    return data
+def read_bytes(path, size: int = -1) -> bytes:
+    """The content of ``path``, decompressed if it is gzip (the first ``size`` bytes
+    only, when ``size`` >= 0).
+
+    Raises ValueError naming the file for damaged gzip data.
+    """
+    with open(path, "rb") as handle:
+        data = handle.read(size if size < 0 else max(size, len(GZIP_MAGIC)))
+    if data[:2] != GZIP_MAGIC:
+        return data if size < 0 else data[:size]
+    try:
+        if size < 0:
+            return gzip.decompress(data)
+        with gzip.open(path, "rb") as handle:
+            return handle.read(size)
+    except (OSError, EOFError, zlib.error) as err:
+        raise ValueError(f"{Path(path).name}: not a readable gzip file, it is damaged or "
+                         f"truncated ({err})") from None
 
 
 def read_lines(path) -> list[str]:

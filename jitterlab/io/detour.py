@@ -8,10 +8,8 @@ from __future__ import annotations
 __all__ = ["read"]
 
 
-def read(path, **options):
+def read(path):
     """Read a finished or interrupted detour run; see :func:`jitterlab.bench.read_detour`."""
-    if options:
-        raise ValueError(f"the detour format takes no options, got {sorted(options)}")
     from ..bench import read_detour
 
     return read_detour(path)

@@ -12,11 +12,12 @@ the time stamp of the quantum relative to the first. An older layout writes the 
 alone, one per line (the quantum then comes from ``quantum=``).
 
 An FTQ result is not a jitter trace: it says how much time each quantum lost, not when
-the detours happened or how many there were. :func:`read` therefore refuses
-(``read_trace(path, format="ftq")`` raises :class:`~jitterlab.io.NotATraceError`);
-read it with :func:`read_ftq` into an :class:`FTQMeasurement`, whose ``noise`` is the
-empirical law of the time lost per quantum and whose :meth:`FTQMeasurement.to_trace`
-builds a coarse trace (one detour per quantum) for those who accept that resolution.
+the detours happened or how many there were. ``read_trace`` therefore refuses it
+(``format="ftq"``, a file named ``ftq_*`` or with FTQ's header) with a
+:class:`~jitterlab.io.NotATraceError` that points here; read it with :func:`read_ftq`
+into an :class:`FTQMeasurement`, whose ``noise`` is the empirical law of the time lost
+per quantum and whose :meth:`FTQMeasurement.to_trace` builds a coarse trace (one detour
+per quantum) for those who accept that resolution.
 
 References
 ----------
@@ -38,7 +39,7 @@ from ..noise import Empirical
 from ..trace import Trace
 from . import _common
 
-__all__ = ["read", "read_ftq", "FTQMeasurement"]
+__all__ = ["read_ftq", "FTQMeasurement", "looks_like_ftq", "not_a_trace"]
 
 _EXPECTED = "<time ns> <count>"
 _HEADER_ITEMS = {
@@ -259,10 +260,17 @@ def read_ftq(path, quantum: float | None = None,
     return _parse(path, quantum, max_count)
 
 
-def read(path, **options):
-    """Refuse: FTQ output is not a trace (see :func:`read_ftq`)."""
-    raise _common.NotATraceError(
-        f"{Path(path).name}: FTQ output counts the work done in each fixed time quantum; "
+def looks_like_ftq(lines: list[str]) -> bool:
+    """Whether the first lines of a file hold FTQ's header (``# Frequency``, ``# Ticks
+    per ns``, ``# Total count is`` ...)."""
+    return any(pattern.match(line.strip()) for line in lines
+               for pattern in _HEADER_ITEMS.values())
+
+
+def not_a_trace(name: str) -> _common.NotATraceError:
+    """The error for FTQ output given to ``read_trace``: it names :func:`read_ftq`."""
+    return _common.NotATraceError(
+        f"{name}: FTQ output counts the work done in each fixed time quantum; "
         "it does not record when the detours happened, so it is not a jitter trace. Read "
         "it with jitterlab.io.read_ftq(path, quantum=None): its .noise is the empirical "
         "law of the time lost per quantum, and .to_trace() builds a coarse trace (one "

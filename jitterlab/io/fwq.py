@@ -6,9 +6,9 @@ CPU's cycle counter: one number per line (``fwq_<thread>_times.dat``), optionall
 ``#`` comment lines. Each sample is w + δ: the work w plus the noise δ that struck that
 repetition, which is exactly what the max-of-N model of Garg & De needs per process.
 
-An FWQ result is not a trace (the samples carry no time line), so :func:`read` refuses
-(``read_trace(path, format="fwq")`` raises :class:`~jitterlab.io.NotATraceError`); read
-it with :func:`read_fwq`.
+An FWQ result is not a trace (the samples carry no time line): ``read_trace`` refuses
+it (``format="fwq"``, or a file named ``fwq_*``) with a
+:class:`~jitterlab.io.NotATraceError` that points to :func:`read_fwq`.
 
 References
 ----------
@@ -27,7 +27,7 @@ import numpy as np
 from ..noise import Empirical
 from . import _common
 
-__all__ = ["read", "read_fwq", "read_fwq_ticks"]
+__all__ = ["read_fwq", "read_fwq_ticks", "not_a_trace"]
 
 _EXPECTED = "<ticks>"
 #: header lines that give the tick rate: name -> (pattern, factor to Hz)
@@ -120,10 +120,10 @@ def read_fwq(path, frequency_hz: float | None = None) -> Empirical:
     return Empirical(ticks / frequency_hz)
 
 
-def read(path, **options):
-    """Refuse: FWQ output is not a trace (see :func:`read_fwq`)."""
-    raise _common.NotATraceError(
-        f"{Path(path).name}: FWQ output holds one time per repetition of a fixed piece of "
+def not_a_trace(name: str) -> _common.NotATraceError:
+    """The error for FWQ output given to ``read_trace``: it names :func:`read_fwq`."""
+    return _common.NotATraceError(
+        f"{name}: FWQ output holds one time per repetition of a fixed piece of "
         "work, with no time line of the detours, so it is not a jitter trace. Read it "
         "with jitterlab.io.read_fwq(path, frequency_hz=...), which gives the empirical "
         "law of w + δ for max-of-N predictions.")

@@ -26,7 +26,7 @@ import numpy as np
 from ..trace import Trace, plain_metadata
 from . import _common
 
-__all__ = ["read", "write_csv", "write_parquet", "write_netcdf"]
+__all__ = ["read", "write_csv", "write_parquet", "write_netcdf", "binary_kind"]
 
 FORMAT_VERSION = 1
 _HEADER = "jitter,gap"
@@ -37,6 +37,9 @@ _NC_FORMAT = "jitterlab_trace_format"
 _NC_RESERVED = (_NC_JSON_KEYS, _NC_OTHER, _NC_FORMAT)
 _NC_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.@+\-]*\Z")
 _INT64 = np.iinfo(np.int64)
+PARQUET_MAGIC = b"PAR1"
+NETCDF3_MAGIC = b"CDF"
+HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
 
 
 # --------------------------------------------------------------------------------------
@@ -196,16 +199,39 @@ def _read_netcdf(path, data: bytes) -> Trace:
 # --------------------------------------------------------------------------------------
 # reading any of the three
 # --------------------------------------------------------------------------------------
+def binary_kind(data: bytes) -> str | None:
+    """"parquet" or "netcdf" from the file signature, else None."""
+    if data[:4] == PARQUET_MAGIC:
+        return "parquet"
+    if data[:3] == NETCDF3_MAGIC or data[:8] == HDF5_MAGIC:
+        return "netcdf"
+    return None
+
+
+#: extension -> (name of the kind, what such a file starts with)
+_BINARY_EXTENSIONS = {
+    ".parquet": ("Parquet", "the signature 'PAR1'"),
+    ".nc": ("netCDF", "a netCDF-3 ('CDF') or netCDF-4/HDF5 signature"),
+}
+
+
 def read(path) -> Trace:
     """Read a trace written by :meth:`Trace.to_csv`, ``to_parquet`` or ``to_netcdf``.
 
     The kind is recognised from the content (Parquet and netCDF/HDF5 signatures, else
-    CSV); gzip-compressed files are read transparently.
+    CSV); gzip-compressed files are read transparently. A ``.parquet`` or ``.nc`` file
+    without the signature of its kind is refused as such (not read as CSV).
     """
     data = _common.read_bytes(path)
-    if data[:4] == b"PAR1":
+    kind = binary_kind(data)
+    declared = _BINARY_EXTENSIONS.get(Path(_common.strip_gz(path)).suffix.lower())
+    if kind is None and declared is not None:
+        label, signature = declared
+        raise ValueError(f"{Path(path).name}: not a {label} file (it does not start with "
+                         f"{signature}; {len(data)} bytes)")
+    if kind == "parquet":
         return _read_parquet(path, data)
-    if data[:3] == b"CDF" or data[:8] == b"\x89HDF\r\n\x1a\n":
+    if kind == "netcdf":
         return _read_netcdf(path, data)
     return _read_csv(path, data)
 

@@ -4,7 +4,8 @@ sysjitter (David Riddoch; Solarflare/Xilinx ``cns-sysjitter``) spins on the CPU
 timestamp counter (TSC) and records every gap between two consecutive reads that is at
 least ``threshold`` long: an *interruption* of the busy loop.
 
-**Raw file** (``--raw PREFIX`` writes ``PREFIX.<core>``): ``#`` header lines
+**Raw file** (``--raw PREFIX`` writes ``PREFIX.<core>``; ``read_trace`` recognises it
+from its header whatever its name): ``#`` header lines
 ``cpu_mhz``, ``threshold`` (``300ns``), ``n_interruptions``, ``interruption``
 (percentage of the run), ``total_interruption`` and ``total_runtime`` (once in cycles,
 once in seconds), then one row per interruption::
@@ -36,7 +37,7 @@ import pandas as pd
 from ..trace import OverlapError, Trace, absolute_to_rows
 from . import _common
 
-__all__ = ["read", "read_summary", "SUMMARY_KEYS"]
+__all__ = ["read", "read_summary", "SUMMARY_KEYS", "looks_like_raw", "looks_like_summary"]
 
 _EXPECTED_RAW = "<timestamp ns> <delta us> <duration cycles> <duration ns>"
 _EXPECTED_SORTED = "<timestamp ns> <duration cycles> <duration ns>"
@@ -74,7 +75,19 @@ _HEXADECIMAL = ("frc_start", "frc_stop")
 # --------------------------------------------------------------------------------------
 # raw files
 # --------------------------------------------------------------------------------------
-def _looks_like_summary(lines: list[str]) -> bool:
+#: header keys that every raw file starts with
+_RAW_KEYS = {"cpu_mhz", "threshold", "n_interruptions"}
+
+
+def looks_like_raw(lines: list[str]) -> bool:
+    """Whether the first lines of a file hold a sysjitter raw header (``# cpu_mhz:``,
+    ``# threshold:``, ``# n_interruptions:``)."""
+    keys = {match.group(1) for match in map(_HEADER_LINE.match, map(str.strip, lines[:40]))
+            if match}
+    return _RAW_KEYS <= keys
+
+
+def looks_like_summary(lines: list[str]) -> bool:
     keys = set()
     for line in lines[:40]:
         match = _SUMMARY_LINE.match(line)
@@ -232,7 +245,7 @@ def read(path, unit: str = "s", overlap: str = "raise") -> Trace:
     name = Path(path).name
     lines = _common.read_lines(path)
     header, data, columns = _parse_header(name, lines)
-    if not header and _looks_like_summary(lines):
+    if not header and looks_like_summary(lines):
         raise _not_a_trace(name)
     mhz = _header_value(name, header, "cpu_mhz", integer=True)
     if mhz < 1:
