@@ -39,7 +39,11 @@ def strip(notebook) -> object:
             kept = []
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "stream" and output.get("name") == "stdout":
-                    kept.append(output)
+                    if kept and kept[-1].get("output_type") == "stream":
+                        # one block of text, however the kernel happened to flush it
+                        kept[-1]["text"] = kept[-1]["text"] + output["text"]
+                    else:
+                        kept.append(output)
                 elif output.get("output_type") == "execute_result" and _TEXT in output.get(
                         "data", {}):
                     output["data"] = {_TEXT: output["data"][_TEXT]}

@@ -40,3 +40,13 @@ def test_strip_keeps_checked_text_and_drops_the_rest():
     assert [o["output_type"] for o in checked.outputs] == ["stream"]
     assert checked.execution_count == 1
     assert plain.outputs == [] and plain.execution_count is None
+
+
+def test_strip_joins_stdout_flushed_in_pieces():
+    notebook = nbformat.v4.new_notebook()
+    checked = nbformat.v4.new_code_cell("# NBVAL_CHECK_OUTPUT\nprint('a'); print('b')")
+    checked.outputs = [nbformat.v4.new_output("stream", name="stdout", text="a"),
+                       nbformat.v4.new_output("stream", name="stdout", text="\nb\n")]
+    notebook.cells = [checked]
+    strip(notebook)
+    assert len(checked.outputs) == 1 and checked.outputs[0]["text"] == "a\nb\n"
