@@ -19,12 +19,15 @@ from __future__ import annotations
 import copy
 import datetime as _dt
 import math
+import numbers
 import os
 from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from ._checks import check_positive
 
 __all__ = ["Trace"]
 
@@ -42,7 +45,7 @@ _STAT_UNITS = {"n_events": "1", "duration": "s", "event_rate": "1/s", "noise_fra
 # metadata: kept JSON-compatible so that every file format stores it without loss
 # --------------------------------------------------------------------------------------
 def plain_metadata(value, where: str = "attrs"):
-    """Return ``value`` as plain JSON-compatible Python data, or raise ValueError.
+    """Return ``value`` as plain JSON-compatible Python data, or raise TypeError.
 
     Datetimes and dates become ISO 8601 strings, numpy scalars Python numbers, tuples
     and arrays lists, paths strings; dict keys must be strings.
@@ -65,33 +68,37 @@ def plain_metadata(value, where: str = "attrs"):
         out = {}
         for key, item in value.items():
             if not isinstance(key, str):
-                raise ValueError(f"{where}: keys must be strings, got {key!r}")
+                raise TypeError(f"{where}: keys must be strings, got {key!r}")
             out[key] = plain_metadata(item, f"{where}[{key!r}]")
         return out
     if isinstance(value, list | tuple | np.ndarray):
         return [plain_metadata(item, f"{where}[{i}]") for i, item in enumerate(value)]
-    raise ValueError(f"{where}: cannot store a {type(value).__name__} value in trace metadata; "
+    raise TypeError(f"{where}: cannot store a {type(value).__name__} value in trace metadata; "
                      "use str, numbers, bool, None, lists, dicts or datetimes")
 
 
 def _check_frequency(frequency_hz) -> float | None:
-    if frequency_hz is None:
-        return None
-    try:
-        value = float(frequency_hz)
-    except (TypeError, ValueError):
-        raise ValueError(f"frequency_hz must be a number, got {frequency_hz!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"frequency_hz must be finite and > 0, got {value!r}")
-    return value
+    return None if frequency_hz is None else check_positive("frequency_hz", frequency_hz)
 
 
 def _as_times(name: str, values) -> np.ndarray:
-    """A 1-D float64 array of finite non-negative times, or ValueError naming ``name``."""
+    """A 1-D float64 array of finite non-negative times, or an error naming ``name``:
+    TypeError for what is not numbers (strings and booleans included), ValueError for
+    bad values or shapes."""
     try:
-        array = np.array(values, dtype=np.float64)
+        raw = np.asarray(values)
+    except ValueError:  # ragged nested sequences
+        raise ValueError(f"{name} must be a one-dimensional array of numbers") from None
+    if raw.dtype.kind in "USb" or (raw.dtype.kind == "O" and not all(
+            isinstance(item, numbers.Real) and not isinstance(item, bool)
+            for item in raw.ravel())):
+        raise TypeError(f"{name} must be an array of numbers (times), got "
+                        f"{_describe_values(raw)}")
+    try:
+        array = raw.astype(np.float64)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be an array of numbers") from None
+        raise TypeError(f"{name} must be an array of numbers (times), got "
+                        f"{_describe_values(raw)}") from None
     if array.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {array.shape}")
     if array.size == 0:
@@ -104,6 +111,11 @@ def _as_times(name: str, values) -> np.ndarray:
         i = int(np.argmax(array < 0))
         raise ValueError(f"{name} must be non-negative, got {array[i]!r} at index {i}")
     return array
+
+
+def _describe_values(raw: np.ndarray) -> str:
+    first = raw.ravel()[0] if raw.size else None
+    return f"{type(first).__name__} values such as {first!r}" if raw.size else repr(raw)
 
 
 def snap_to_integers(values: np.ndarray, ulps: float = 4.0) -> np.ndarray:
@@ -169,9 +181,7 @@ def absolute_to_rows(start, duration, total_duration=None, *, overlap: str = "ra
     if default_total:
         total_duration = float(end[-1])
     else:
-        total_duration = float(total_duration)
-        if not math.isfinite(total_duration):
-            raise ValueError(f"total_duration must be finite, got {total_duration!r}")
+        total_duration = check_positive("total_duration", total_duration, allow_zero=True)
     gap = np.empty_like(start)
     gap[:-1] = start[1:] - end[:-1]
     gap[-1] = total_duration - end[-1] + start[0]
@@ -231,6 +241,10 @@ class Trace:
 
     Raises
     ------
+    TypeError
+        If ``jitter`` or ``gap`` are not numbers (strings and booleans are refused), if
+        ``unit`` is not a string or ``frequency_hz`` not a number, or if a metadata value
+        cannot be stored (see the ``**metadata`` parameter).
     ValueError
         If ``jitter`` or ``gap`` is not one-dimensional, is empty, has a non-finite or
         negative value, if their lengths differ, if the trace has zero total length, or
@@ -266,6 +280,9 @@ class Trace:
         if jitter.shape != gap.shape:
             raise ValueError(f"jitter and gap must have the same length, got {jitter.size} "
                              f"and {gap.size}")
+        if not isinstance(unit, str):
+            raise TypeError(f"unit must be 's' or 'cycles', got {type(unit).__name__} "
+                            f"{unit!r}")
         if unit not in UNITS:
             raise ValueError(f"unit must be 's' or 'cycles', got {unit!r}")
         frequency_hz = _check_frequency(frequency_hz)
@@ -518,6 +535,8 @@ class Trace:
 
         Raises
         ------
+        TypeError
+            For times that are not numbers.
         ValueError
             For invalid times, for overlapping events with ``overlap="raise"`` (naming
             the first one, by its index in the input) or when the events do not fit in

@@ -290,6 +290,10 @@ def test_ftq_quantum_from_the_time_stamps_or_given(tmp_path):
     assert read_ftq(path).quantum == 2e-3
     assert read_ftq(path, quantum=1e-3, max_count=100).lost_time.tolist() == \
         pytest.approx([5e-4, 6e-4, 5e-4])
+    with pytest.raises(TypeError, match="quantum must be a real number"):
+        read_ftq(path, quantum="1e-3")
+    with pytest.raises(ValueError, match="max_count must be finite and > 0"):
+        read_ftq(path, max_count=math.nan)
     counts = write(tmp_path / "ftq_counts.dat", ["50", "40", "50"])
     with pytest.raises(ValueError, match="pass quantum="):
         read_ftq(counts)
@@ -336,6 +340,11 @@ def test_fwq_samples(tmp_path):
         read_fwq(path)
     with pytest.raises(ValueError, match="frequency_hz must be finite and > 0"):
         read_fwq(path, frequency_hz=-1)
+    with pytest.raises(TypeError, match="frequency_hz must be a real number"):
+        read_fwq(path, frequency_hz="2.6e9")
+    zero_rate = write(tmp_path / "fwq_zero.dat", ["# cpu_mhz: 0", "2600"])
+    with pytest.raises(ValueError, match="fwq_zero.dat: the tick rate of the header"):
+        read_fwq(zero_rate)
     with pytest.raises(NotATraceError, match=r"fwq_0_times.dat.*read_fwq\(path"):
         read_trace(path, format="fwq")
     with pytest.raises(NotATraceError, match=r"fwq_0_times.dat: FWQ output.*read_fwq\(path"):

@@ -33,19 +33,38 @@ def fig2(**metadata):
         ({"jitter": [1.0, -1.0], "gap": [1.0, 1.0]}, "jitter must be non-negative"),
         ({"jitter": [1.0], "gap": [-0.5]}, "gap must be non-negative"),
         ({"jitter": [0.0, 0.0], "gap": [0.0, 0.0]}, "zero length"),
-        ({"jitter": ["a"], "gap": [1.0]}, "jitter must be an array of numbers"),
+        ({"jitter": [[1.0, 2.0], [1.0]], "gap": [1.0]}, "jitter must be a one-dimensional"),
         ({"jitter": [1.0], "gap": [1.0], "unit": "ms"}, "unit must be"),
         ({"jitter": [1.0], "gap": [1.0], "unit": "cycles"}, "needs frequency_hz"),
         ({"jitter": [1.0], "gap": [1.0], "unit": "cycles", "frequency_hz": 0.0},
          "frequency_hz must be finite and > 0"),
         ({"jitter": [1.0], "gap": [1.0], "frequency_hz": np.nan}, "frequency_hz"),
-        ({"jitter": [1.0], "gap": [1.0], "frequency_hz": "fast"}, "frequency_hz"),
-        ({"jitter": [1.0], "gap": [1.0], "bad": object()}, "cannot store a object"),
-        ({"jitter": [1.0], "gap": [1.0], "bad": {1: 2}}, "keys must be strings"),
     ],
 )
 def test_invalid_traces_raise(kwargs, message):
     with pytest.raises(ValueError, match=message):
+        Trace(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"jitter": ["a"], "gap": [1.0]}, "jitter must be an array of numbers.*'a'"),
+        ({"jitter": ["1e-6"], "gap": [1.0]}, "jitter must be an array of numbers.*'1e-6'"),
+        ({"jitter": [1.0], "gap": "1 2"}, "gap must be an array of numbers"),
+        ({"jitter": [True, False], "gap": [1.0, 1.0]}, "jitter must be an array of numbers"),
+        ({"jitter": [1.0, "2"], "gap": [1.0, 1.0]}, "jitter must be an array of numbers"),
+        ({"jitter": None, "gap": [1.0]}, "jitter must be an array of numbers"),
+        ({"jitter": [1.0], "gap": [1.0], "unit": 1}, "unit must be 's' or 'cycles'"),
+        ({"jitter": [1.0], "gap": [1.0], "frequency_hz": "fast"}, "frequency_hz"),
+        ({"jitter": [1.0], "gap": [1.0], "frequency_hz": "1e9"}, "frequency_hz"),
+        ({"jitter": [1.0], "gap": [1.0], "bad": object()}, "cannot store a object"),
+        ({"jitter": [1.0], "gap": [1.0], "bad": {1: 2}}, "keys must be strings"),
+    ],
+)
+def test_wrong_types_raise_type_error(kwargs, message):
+    # strings are not times (np.array(["1e-6"], float) would silently convert them)
+    with pytest.raises(TypeError, match=message):
         Trace(**kwargs)
 
 
@@ -220,10 +239,23 @@ def test_round_trip_through_absolute_keeps_rows():
         ({"start": [-1.0], "duration": [1.0]}, "start must be non-negative"),
         ({"start": [0.0, 1.0], "duration": [1.0]}, "same length"),
         ({"start": [0.0], "duration": [1.0], "overlap": "ignore"}, "overlap must be"),
+        ({"start": [0.0], "duration": [1.0], "total_duration": -1.0}, "total_duration"),
     ],
 )
 def test_from_absolute_errors(kwargs, message):
     with pytest.raises(ValueError, match=message):
+        Trace.from_absolute(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"start": ["0"], "duration": [1.0]}, "start must be an array of numbers"),
+        ({"start": [0.0], "duration": [1.0], "total_duration": "long"}, "total_duration"),
+    ],
+)
+def test_from_absolute_wrong_types(kwargs, message):
+    with pytest.raises(TypeError, match=message):
         Trace.from_absolute(**kwargs)
 
 

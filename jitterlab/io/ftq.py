@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._checks import check_positive
 from ..noise import Empirical
 from ..trace import Trace
 from . import _common
@@ -236,6 +237,8 @@ def read_ftq(path, quantum: float | None = None,
 
     Raises
     ------
+    TypeError
+        For a ``quantum`` or ``max_count`` that is not a number.
     ValueError
         For malformed files (naming the line and what was expected) and invalid
         ``quantum``/``max_count``.
@@ -257,6 +260,10 @@ def read_ftq(path, quantum: float | None = None,
     >>> ftq.quantum, ftq.lost_time.tolist()
     (0.001, [0.0, 0.0, 0.00025])
     """
+    if quantum is not None:
+        quantum = check_positive("quantum", quantum)
+    if max_count is not None:
+        max_count = check_positive("max_count", max_count)
     return _parse(path, quantum, max_count)
 
 

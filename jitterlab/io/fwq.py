@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._checks import check_positive
 from ..noise import Empirical
 from . import _common
 
@@ -93,6 +94,8 @@ def read_fwq(path, frequency_hz: float | None = None) -> Empirical:
 
     Raises
     ------
+    TypeError
+        For a ``frequency_hz`` that is not a number.
     ValueError
         For malformed lines (naming the line), when no tick rate is known, or for an
         invalid ``frequency_hz``.
@@ -108,15 +111,17 @@ def read_fwq(path, frequency_hz: float | None = None) -> Empirical:
     >>> law.values.tolist()
     [1e-06, 1e-06, 1.5e-06]
     """
+    if frequency_hz is not None:
+        frequency_hz = check_positive("frequency_hz", frequency_hz)
     ticks, found = read_fwq_ticks(path)
     if frequency_hz is None:
         frequency_hz = found
     if frequency_hz is None:
         raise ValueError(f"{Path(path).name}: FWQ samples are in ticks; pass frequency_hz= "
                          "(the tick rate) [Hz]")
-    frequency_hz = float(frequency_hz)
     if not (math.isfinite(frequency_hz) and frequency_hz > 0):
-        raise ValueError(f"frequency_hz must be finite and > 0, got {frequency_hz!r}")
+        raise ValueError(f"{Path(path).name}: the tick rate of the header must be finite "
+                         f"and > 0, got {frequency_hz!r} Hz")
     return Empirical(ticks / frequency_hz)
 
 
