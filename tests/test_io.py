@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jitterlab.io import EXTENSIONS, FORMATS, read_trace
+from jitterlab.io import EXTENSIONS, FORMATS, NotATraceError, read_trace
 from jitterlab.io._common import atomic_write
 from jitterlab.synthetic import capped_pareto_mean
 from jitterlab.trace import Trace
@@ -395,3 +395,22 @@ def test_failed_write_keeps_the_old_file(tmp_path):
         atomic_write(path, broken)
     assert path.read_bytes() == before
     assert os.listdir(tmp_path) == ["keep.csv"]
+
+
+@pytest.mark.parametrize(("name", "reader"), [
+    ("fwq_cpu1_w300us.nc", "jitterlab.bench.read_fwq_samples"),
+    ("pb_2ranks_w300us.nc", "jitterlab.bench.read_pb"),
+])
+def test_benchmark_results_point_to_their_reader(name, reader):
+    path = Path(__file__).parents[1] / "data" / "measured" / name
+    with pytest.raises(NotATraceError, match=rf"{name} holds .*{reader}\(path\)"):
+        read_trace(path)
+
+
+@pytest.mark.parametrize("name", ["samples.csv", "samples.csv.gz", "bare.nc"])
+def test_fwq_samples_files_point_to_their_reader(tmp_path, name):
+    import jitterlab as jl
+
+    path = jl.bench.write_fwq_samples(jl.noise.Empirical([1e-6, 2e-6]), tmp_path / name)
+    with pytest.raises(NotATraceError, match=rf"{name} holds FWQ samples.*read_fwq_samples"):
+        read_trace(path)

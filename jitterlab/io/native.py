@@ -37,9 +37,22 @@ _NC_FORMAT = "jitterlab_trace_format"
 _NC_RESERVED = (_NC_JSON_KEYS, _NC_OTHER, _NC_FORMAT)
 _NC_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.@+\-]*\Z")
 _INT64 = np.iinfo(np.int64)
+#: first line or netCDF attribute of other files jitterlab writes -> the reader to name
+_OTHER_FILES = {
+    "# jitterlab fwq samples": ("FWQ samples", "jitterlab.bench.read_fwq_samples"),
+    "jitterlab_fwq": ("FWQ samples", "jitterlab.bench.read_fwq_samples"),
+    "jitterlab.bench.fwq": ("FWQ samples", "jitterlab.bench.read_fwq_samples"),
+    "jitterlab.bench.pb": ("a Parallel Benchmark result", "jitterlab.bench.read_pb"),
+}
 PARQUET_MAGIC = b"PAR1"
 NETCDF3_MAGIC = b"CDF"
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
+
+
+def _not_a_trace(name: str, marker: str) -> _common.NotATraceError:
+    what, reader = _OTHER_FILES[marker]
+    return _common.NotATraceError(f"{name} holds {what}, not a jitter trace; read it with "
+                                  f"{reader}(path)")
 
 
 # --------------------------------------------------------------------------------------
@@ -63,6 +76,10 @@ def _read_csv(path, data: bytes) -> Trace:
         raise ValueError(f"{name}: expected a header {_HEADER!r} and rows of numbers, "
                          "found none")
     number, header = rows[0]
+    first = lines[0].strip()
+    for marker in _OTHER_FILES:
+        if first.startswith(marker):
+            raise _not_a_trace(name, marker)
     if header.replace(" ", "") != _HEADER:
         raise ValueError(f"{name} line {number}: expected the header {_HEADER!r}, "
                          f"got {header!r}")
@@ -181,6 +198,9 @@ def _read_netcdf(path, data: bytes) -> Trace:
     with xr.open_dataset(store, decode_cf=False) as dataset:
         dataset.load()
     if not {"jitter", "gap"} <= set(dataset.data_vars):
+        for marker in (dataset.attrs.get("source"), *dataset.attrs):
+            if isinstance(marker, str) and marker in _OTHER_FILES:
+                raise _not_a_trace(name, marker)
         raise ValueError(f"{name}: expected variables 'jitter' and 'gap', found "
                          f"{sorted(dataset.data_vars)}")
     attrs = {key: _python_value(value) for key, value in dataset.attrs.items()}
