@@ -282,6 +282,24 @@ def test_unknown_keyword_names_it_and_the_accepted_ones(tmp_path, name, format, 
         read_trace(path, format=format, **{keyword: 1})
 
 
+@pytest.mark.parametrize(("name", "format", "options", "error", "message"), [
+    ("x.jitsim", None, {"unit": "ms"}, ValueError, r"unit must be one of .*'ms'"),
+    ("x.jitsim", None, {"unit": 1}, TypeError, "unit must be one of"),
+    ("x.jitsim", None, {"frequency_hz": "1e9"}, TypeError, "frequency_hz must be a real"),
+    ("x.jitsim", None, {"frequency_hz": -1e9}, ValueError, "frequency_hz must be finite"),
+    ("x.trc", None, {"overlap": "ignore"}, ValueError, r"overlap must be one of .*'ignore'"),
+    ("x.trc", None, {"overlap": None}, TypeError, "overlap must be one of"),
+    ("x.1", "sysjitter", {"unit": "ns"}, ValueError, r"unit must be one of .*'ns'"),
+    ("x.1", "sysjitter", {"overlap": "drop"}, ValueError, r"overlap must be one of .*'drop'"),
+])
+def test_bad_option_values_name_the_option(tmp_path, name, format, options, error, message):
+    # checked before the file is read (the file here is not even of that format)
+    path = tmp_path / name
+    path.write_text("not a trace\n")
+    with pytest.raises(error, match=message):
+        read_trace(path, format=format, **options)
+
+
 # --------------------------------------------------------------------------------------
 # corrupt compressed and binary files
 # --------------------------------------------------------------------------------------

@@ -265,6 +265,18 @@ def check_number(name: str, key: str, value) -> float:
     return float(value)
 
 
+def check_choice(name: str, value, choices: Iterable[str]) -> str:
+    """Return ``value`` if it is one of ``choices``; else TypeError (not a string) or
+    ValueError, naming the option ``name``."""
+    choices = tuple(choices)
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be one of {choices}, got {type(value).__name__} "
+                        f"{value!r}")
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    return value
+
+
 class NotATraceError(ValueError):
     """The file holds something other than a jitter trace (a summary, a benchmark result).
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..trace import Trace
+from .._checks import check_positive
+from ..trace import UNITS, Trace
 from . import _common
 
 __all__ = ["read", "write"]
@@ -52,6 +53,10 @@ def read(path, unit: str | None = None, frequency_hz: float | None = None) -> Tr
     frequency_hz : float, optional
         Overrides the file's ``# frequency_hz``. [Hz]
     """
+    if unit is not None:
+        _common.check_choice("unit", unit, UNITS)
+    if frequency_hz is not None:
+        frequency_hz = check_positive("frequency_hz", frequency_hz)
     name = Path(path).name
     metadata, comments, rows = _common.split_comments(_common.read_lines(path))
     if rows and _is_header(rows[0][1]):

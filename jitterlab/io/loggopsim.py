@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..trace import OverlapError, Trace, absolute_to_rows, snap_to_integers
+from ..trace import OVERLAP_RULES, OverlapError, Trace, absolute_to_rows, snap_to_integers
 from . import _common
 
 __all__ = ["read", "write"]
@@ -90,6 +90,7 @@ def read(path, overlap: str = "serialize") -> Trace:
         previous one ends, as LogGOPSim charges both in full; see
         :meth:`Trace.from_absolute`.
     """
+    _common.check_choice("overlap", overlap, OVERLAP_RULES)
     name = Path(path).name
     metadata, comments, rows = _common.split_comments(_common.read_lines(path))
     if not rows:

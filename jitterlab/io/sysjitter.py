@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..trace import OverlapError, Trace, absolute_to_rows
+from ..trace import OVERLAP_RULES, UNITS, OverlapError, Trace, absolute_to_rows
 from . import _common
 
 __all__ = ["read", "read_summary", "SUMMARY_KEYS", "looks_like_raw", "looks_like_summary"]
@@ -240,8 +240,8 @@ def read(path, unit: str = "s", overlap: str = "raise") -> Trace:
     >>> trace.jitter_seconds.tolist(), trace.attrs["offset"], trace.duration
     ([5e-07, 1e-06], 5e-07, 0.001)
     """
-    if unit not in ("s", "cycles"):
-        raise ValueError(f"unit must be 's' or 'cycles', got {unit!r}")
+    _common.check_choice("unit", unit, UNITS)
+    _common.check_choice("overlap", overlap, OVERLAP_RULES)
     name = Path(path).name
     lines = _common.read_lines(path)
     header, data, columns = _parse_header(name, lines)
