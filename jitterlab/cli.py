@@ -156,6 +156,7 @@ def _add_measure_parsers(commands) -> None:
     _add_measure_detour(benchmarks)
     _add_measure_fwq(benchmarks)
     _add_measure_pb(benchmarks)
+    _add_measure_latency(benchmarks)
     # Further benchmarks go here, each in its own ``_add_measure_<name>(benchmarks)`` that
     # ends with ``set_defaults(run=<function(args, parser) -> exit status>, parser=<its
     # parser>)``; ``_add_output_options`` and ``_check_overwrite`` give the common
@@ -254,6 +255,31 @@ def _add_measure_pb(benchmarks) -> None:
                     help="keep FILE.pb/ after writing FILE")
     _quiet_unless_first_rank(pb)
     pb.set_defaults(run=_measure_pb, parser=pb)
+
+
+def _add_measure_latency(benchmarks) -> None:
+    lat = benchmarks.add_parser(
+        "latency",
+        help="one-way latency (ping-pong between rank pairs) and empty-barrier time under MPI",
+        description="Measure the one-hop latency τ of Theorem 1 under MPI; run it under MPI: "
+        "mpiexec -n N jitterlab measure latency .... For every pair of ranks in turn, the "
+        "lower rank sends an 8-byte message to the higher one and gets it back, ROUND_TRIPS "
+        "times, timing each round trip (τ is half of it) while the other ranks sleep in a "
+        "barrier; then all ranks time BARRIERS back-to-back empty barriers. Each pair and "
+        "each block of barriers is stored in FILE.latency/ as it completes, so a killed run "
+        "keeps every completed chunk; at the end rank 0 writes FILE (netCDF) and removes the "
+        "chunks. Only rank 0 prints. Needs at least 2 ranks and mpi4py (pip install "
+        "'jitterlab[mpi]').",
+    )
+    lat.add_argument("--round-trips", metavar="N", type=int, default=1000,
+                     help="timed round trips per pair of ranks (default: 1000)")
+    lat.add_argument("--barriers", metavar="N", type=int, default=10000,
+                     help="timed empty barriers (default: 10000)")
+    _add_output_options(lat, "result file (.nc, netCDF)")
+    lat.add_argument("--keep-chunks", action="store_true",
+                     help="keep FILE.latency/ after writing FILE")
+    _quiet_unless_first_rank(lat)
+    lat.set_defaults(run=_measure_latency, parser=lat)
 
 
 #: environment variables in which MPI launchers give the rank of a process
@@ -388,14 +414,20 @@ def _measure_fwq(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     return 0
 
 
-def _measure_pb(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+def _run_under_mpi(args: argparse.Namespace, parser: argparse.ArgumentParser, name: str,
+                   module, run, print_summary) -> int:
+    """Run an MPI benchmark of ``module`` (``pb`` or ``latency``) from the command line.
+
+    ``run()`` starts the measurement on every rank and returns the Dataset on rank 0;
+    ``print_summary(path, dataset)`` prints it. Rank 0 checks the output first; every
+    rank exits with the same status.
+    """
     from .bench import CycleCounterError
-    from .bench.pb import parallel_benchmark, read_pb, store_path, target_problem, write_pb
 
     try:
         from mpi4py import MPI
     except ImportError:
-        return _error(parser, "measure pb needs mpi4py and an MPI library: pip install "
+        return _error(parser, f"measure {name} needs mpi4py and an MPI library: pip install "
                       "'jitterlab[mpi]', then run it under mpiexec -n N")
     comm = MPI.COMM_WORLD
     root = comm.Get_rank() == 0
@@ -410,20 +442,16 @@ def _measure_pb(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     output: Path = args.output
     if _suffix(output) != ".nc" or output.name.lower().endswith(".gz"):
         return fail(f"cannot tell the output format from {output.name!r}: use .nc (netCDF)")
-    store = store_path(output)
+    store = module.store_path(output)
     # rank 0 decides before anything is measured; every rank exits with the same status
-    problem = target_problem(output, args.force) if root else None
+    problem = module.target_problem(output, args.force) if root else None
     problem = comm.bcast(problem, root=0)
     if problem is not None:
         return fail(problem)
     _configure_logging(False)
+    reader = getattr(module, f"read_{name}")
     try:
-        dataset = parallel_benchmark(
-            args.work, args.duration, output, random_wait=not args.no_random_wait,
-            broadcast=not args.no_broadcast, max_wait=args.max_wait, seed=args.seed,
-            chunk_seconds=args.chunk_seconds, max_samples=args.max_samples,
-            overwrite=args.force, keep_chunks=args.keep_chunks,
-            progress=not args.no_progress, command=_command_line(args))
+        dataset = run()
     except ValueError as exc:
         return fail(str(exc))
     except (CycleCounterError, FileExistsError, RuntimeError, MPI.Exception) as exc:
@@ -432,17 +460,68 @@ def _measure_pb(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         if not root:
             return 130
         try:
-            dataset = read_pb(store)
+            dataset = reader(store)
         except ValueError as exc:
             return _error(parser, f"interrupted; nothing to save ({exc})", 130)
-        write_pb(dataset, output)
-        _print_pb_summary(output, dataset)
-        print(f"Interrupted after {dataset.attrs['measured_duration']:.3g} s; the chunks "
-              f"stay in {store}", file=sys.stderr)
+        getattr(module, f"write_{name}")(dataset, output)
+        print_summary(output, dataset)
+        measured = dataset.attrs.get("measured_duration")
+        after = "" if measured is None else f" after {measured:.3g} s"
+        print(f"Interrupted{after}; the chunks stay in {store}", file=sys.stderr)
         return 130
     if root:
-        _print_pb_summary(output, dataset)
+        print_summary(output, dataset)
     return 0
+
+
+def _measure_pb(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from .bench import pb
+
+    return _run_under_mpi(args, parser, "pb", pb, lambda: pb.parallel_benchmark(
+        args.work, args.duration, args.output, random_wait=not args.no_random_wait,
+        broadcast=not args.no_broadcast, max_wait=args.max_wait, seed=args.seed,
+        chunk_seconds=args.chunk_seconds, max_samples=args.max_samples,
+        overwrite=args.force, keep_chunks=args.keep_chunks,
+        progress=not args.no_progress, command=_command_line(args)), _print_pb_summary)
+
+
+def _measure_latency(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from .bench import latency
+
+    return _run_under_mpi(args, parser, "latency", latency, lambda: latency.latency_benchmark(
+        args.output, round_trips=args.round_trips, barriers=args.barriers,
+        overwrite=args.force, keep_chunks=args.keep_chunks, progress=not args.no_progress,
+        command=_command_line(args)), _print_latency_summary)
+
+
+def _print_latency_summary(path: Path, dataset) -> None:
+    """τ from the ping-pong, the empty-barrier time, and the set-up."""
+    from .bench.latency import summarize_latency
+
+    attrs = dataset.attrs
+    n_ranks = attrs["n_ranks"]
+    state = "complete" if attrs.get("complete") else "incomplete"
+    print(f"{path}: latency ({state}), {n_ranks} ranks on {attrs['n_nodes']} "
+          f"node{'s' * (attrs['n_nodes'] != 1)}, {attrs.get('mpi_vendor', 'MPI')} "
+          f"{attrs.get('mpi_vendor_version', '')}; {dataset.sizes['pair']} "
+          f"pair{'s' * (dataset.sizes['pair'] != 1)} x "
+          f"{dataset.sizes['exchange']} round trips of {attrs['message_bytes']} bytes, "
+          f"{dataset.sizes['sample']} barriers")
+    if dataset.sizes["exchange"] == 0 or dataset.sizes["sample"] == 0:
+        print("(no complete ping-pong or barrier phase)")
+        return
+    summary = summarize_latency(dataset)
+    level = f"{summary.attrs['confidence']:.0%}"
+    for name, label in (("tau", "one-way latency tau (median ping-pong / 2)"),
+                        ("barrier_time", "empty barrier (median)")):
+        low, high = summary[f"{name}_ci"].values
+        print(f"  {label}: {_seconds(summary[name])} ± {_seconds(summary[f'{name}_se'])} "
+              f"(SE; {level} interval {_seconds(low)} to {_seconds(high)})")
+    print(f"  mean one-way latency {_seconds(summary['tau_mean'])}, mean barrier "
+          f"{_seconds(summary['barrier_mean'])} (noise included)")
+    if attrs.get("oversubscribed"):
+        print("Note: more ranks than CPUs on a host: the ranks shared CPUs, so the times "
+              "include waiting for descheduled ranks (see docs/measure.md).")
 
 
 def _print_pb_summary(path: Path, dataset) -> None:
@@ -506,6 +585,7 @@ def _info(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from .bench import read_detour, read_fwq_samples, read_pb
     from .bench._chunks import store_kind
     from .bench.fwq import is_fwq_samples_file
+    from .bench.latency import is_latency_file, read_latency
     from .bench.pb import is_pb_file
     from .io import read_trace
 
@@ -518,9 +598,12 @@ def _info(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             if kind == "pb":
                 _print_pb_info(path, read_pb(path))
                 return 0
+            if kind == "latency":
+                _print_latency_info(path, read_latency(path))
+                return 0
             if kind != "detour":
                 parser.error(f"{path} is a directory but not a detour run (nor a Parallel "
-                             "Benchmark run)")
+                             "Benchmark or latency run)")
             trace = read_detour(path)
             kind = "detour run" + ("" if trace.attrs.get("complete") else " (incomplete)")
         elif args.format is None and is_fwq_samples_file(path):
@@ -528,6 +611,9 @@ def _info(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             return 0
         elif args.format is None and is_pb_file(path):
             _print_pb_info(path, read_pb(path))
+            return 0
+        elif args.format is None and is_latency_file(path):
+            _print_latency_info(path, read_latency(path))
             return 0
         else:
             trace = read_trace(path, format=args.format)
@@ -611,6 +697,11 @@ def _print_pb_info(path: Path, dataset) -> None:
     print(f"histograms: {dataset.sizes['bin']} bins from {_seconds(dataset['bin_edges'][1])} "
           f"to {_seconds(dataset['bin_edges'][-2])} (plus [0, ...) and [..., inf)); "
           f"iterations counted per rank: {', '.join(map(str, histogram_total.tolist()))}")
+    _print_attrs(dataset.attrs)
+
+
+def _print_latency_info(path: Path, dataset) -> None:
+    _print_latency_summary(path, dataset)
     _print_attrs(dataset.attrs)
 
 

@@ -34,8 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["ChunkWriter", "read_store", "is_store", "store_kind", "remove_store", "FORMAT",
-           "VERSION"]
+__all__ = ["ChunkWriter", "read_store", "is_store", "store_kind", "remove_store",
+           "output_problem", "FORMAT", "VERSION"]
 
 logger = logging.getLogger(__name__)
 
@@ -95,6 +95,32 @@ def store_kind(path) -> str | None:
         return None
     kind = document.get("kind")
     return kind if isinstance(kind, str) else None
+
+
+def output_problem(output, store, kind: str, what: str, overwrite: bool) -> str | None:
+    """Why a run may not write the file ``output`` and its chunk store ``store``, or None.
+
+    Refused: an existing ``output`` or an earlier run in ``store`` (unless ``overwrite``),
+    and always a directory at ``output`` or a ``store`` that is not a chunk store of
+    ``kind`` (``what`` names the benchmark in the message).
+    """
+    output, store = Path(output), Path(store)
+    if output.is_dir():
+        return f"{output} is a directory; name the output FILE.nc"
+    if output.exists() and not overwrite:
+        return f"{output} exists; pass --force (overwrite=True) to replace it"
+    if store.exists():
+        if not store.is_dir():
+            return f"{store} exists and is not a directory"
+        if any(store.iterdir()):
+            if store_kind(store) != kind:
+                return (f"{store} is a directory that is not a {what} chunk directory; "
+                        "not writing into it")
+            if not overwrite:
+                return (f"{store} holds an earlier (perhaps interrupted) run; inspect it with "
+                        f"'jitterlab info {store}' or pass --force (overwrite=True) to "
+                        "replace it")
+    return None
 
 
 def remove_store(path) -> None:

@@ -20,11 +20,17 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-__all__ = ["mpi_functions", "handle", "call_barrier", "call_bcast", "mpi_description"]
+__all__ = ["mpi_functions", "handle", "call_barrier", "call_bcast", "call_send", "call_recv",
+           "STATUS_WORDS", "mpi_description"]
+
+#: int64 words of the buffer given to ``MPI_Recv`` as its ``MPI_Status``: larger than
+#: the status of MPICH (20 bytes), Open MPI (24) and the standard MPI ABI (32)
+STATUS_WORDS = 16
 
 
-def mpi_functions(MPI) -> tuple[np.int64, np.int64]:
-    """Addresses of ``MPI_Barrier`` and ``MPI_Bcast`` in the MPI library of mpi4py.
+def mpi_functions(MPI, names=("MPI_Barrier", "MPI_Bcast")) -> tuple[np.int64, ...]:
+    """Addresses of MPI functions (default ``MPI_Barrier`` and ``MPI_Bcast``) in the MPI
+    library of mpi4py.
 
     ``MPI`` is the ``mpi4py.MPI`` module. The symbols are looked up through the handle of
     mpi4py's extension module (which searches the libraries it depends on), then in the
@@ -39,15 +45,15 @@ def mpi_functions(MPI) -> tuple[np.int64, np.int64]:
             continue
     for library in libraries:
         try:
-            barrier = ctypes.cast(library.MPI_Barrier, ctypes.c_void_p).value
-            bcast = ctypes.cast(library.MPI_Bcast, ctypes.c_void_p).value
+            addresses = [ctypes.cast(getattr(library, name), ctypes.c_void_p).value
+                         for name in names]
         except AttributeError:
             continue
-        if barrier and bcast:
-            return np.int64(barrier), np.int64(bcast)
-    raise RuntimeError("cannot find MPI_Barrier and MPI_Bcast in the MPI library used by "
-                       f"mpi4py ({MPI.__file__}); the Parallel Benchmark calls them from a "
-                       "compiled loop and needs a dynamically linked MPI")
+        if all(addresses):
+            return tuple(np.int64(address) for address in addresses)
+    raise RuntimeError(f"cannot find {' and '.join(names)} in the MPI library used by "
+                       f"mpi4py ({MPI.__file__}); the benchmarks call them from a "
+                       "compiled loop and need a dynamically linked MPI")
 
 
 def handle(MPI, obj) -> np.int32 | np.int64:
@@ -105,19 +111,88 @@ def call_bcast(typingctx, function, buffer, datatype, comm):
 
     def codegen(context, builder, signature, args):
         address, array_value, datatype_value, comm_value = args
-        byte_pointer = ir.IntType(8).as_pointer()
         int32 = ir.IntType(32)
         function_type = ir.FunctionType(
-            int32, [byte_pointer, int32, ir.IntType(datatype.bitwidth), int32,
+            int32, [ir.IntType(8).as_pointer(), int32, ir.IntType(datatype.bitwidth), int32,
                     ir.IntType(comm.bitwidth)])
-        pointer = builder.inttoptr(address, function_type.as_pointer())
-        array = context.make_array(buffer)(context, builder, array_value)
-        data = builder.bitcast(array.data, byte_pointer)
-        count = builder.trunc(array.nitems, int32)
-        return builder.call(pointer, [data, count, datatype_value, ir.Constant(int32, 0),
-                                      comm_value])
+        return _point_to_point(context, builder, function_type, address, buffer,
+                               array_value, [datatype_value, ir.Constant(int32, 0),
+                                             comm_value])
 
     return types.int32(function, buffer, datatype, comm), codegen
+
+
+def _point_to_point(context, builder, function_type, address, array_type, array_value,
+                    fixed):
+    """Call ``function(buffer, count, *fixed)`` with the data and size of an array."""
+    byte_pointer = ir.IntType(8).as_pointer()
+    pointer = builder.inttoptr(address, function_type.as_pointer())
+    array = context.make_array(array_type)(context, builder, array_value)
+    data = builder.bitcast(array.data, byte_pointer)
+    count = builder.trunc(array.nitems, ir.IntType(32))
+    return builder.call(pointer, [data, count, *fixed])
+
+
+def _check_point_to_point(buffer, datatype, peer, tag, comm):
+    if not isinstance(buffer, types.Array) or buffer.layout != "C":
+        raise TypeError(f"buffer must be a C-contiguous array, got {buffer}")
+    _check_handle("datatype", datatype)
+    _check_handle("comm", comm)
+    for kind, value in (("peer", peer), ("tag", tag)):
+        if not isinstance(value, types.Integer) or value.bitwidth != 32:
+            raise TypeError(f"{kind} must be an int32, got {value}")
+
+
+@intrinsic
+def call_send(typingctx, function, buffer, datatype, dest, tag, comm):
+    """``MPI_Send(buffer, buffer.size, datatype, dest, tag, comm)``; numba code only.
+
+    Returns the MPI error code.
+    """
+    if not isinstance(function, types.Integer):
+        return None
+    _check_point_to_point(buffer, datatype, dest, tag, comm)
+
+    def codegen(context, builder, signature, args):
+        address, array_value, datatype_value, dest_value, tag_value, comm_value = args
+        int32 = ir.IntType(32)
+        function_type = ir.FunctionType(
+            int32, [ir.IntType(8).as_pointer(), int32, ir.IntType(datatype.bitwidth), int32,
+                    int32, ir.IntType(comm.bitwidth)])
+        return _point_to_point(context, builder, function_type, address, buffer,
+                               array_value, [datatype_value, dest_value, tag_value,
+                                             comm_value])
+
+    return types.int32(function, buffer, datatype, dest, tag, comm), codegen
+
+
+@intrinsic
+def call_recv(typingctx, function, buffer, datatype, source, tag, comm, status):
+    """``MPI_Recv(buffer, buffer.size, datatype, source, tag, comm, status)``; numba code
+    only. ``status`` is an int64 array of :data:`STATUS_WORDS` words (room for the
+    ``MPI_Status`` of any MPI library). Returns the MPI error code.
+    """
+    if not isinstance(function, types.Integer):
+        return None
+    _check_point_to_point(buffer, datatype, source, tag, comm)
+    if not isinstance(status, types.Array) or status.layout != "C":
+        raise TypeError(f"status must be a C-contiguous array, got {status}")
+
+    def codegen(context, builder, signature, args):
+        (address, array_value, datatype_value, source_value, tag_value, comm_value,
+         status_value) = args
+        int32 = ir.IntType(32)
+        byte_pointer = ir.IntType(8).as_pointer()
+        function_type = ir.FunctionType(
+            int32, [byte_pointer, int32, ir.IntType(datatype.bitwidth), int32, int32,
+                    ir.IntType(comm.bitwidth), byte_pointer])
+        status_array = context.make_array(status)(context, builder, status_value)
+        status_pointer = builder.bitcast(status_array.data, byte_pointer)
+        return _point_to_point(context, builder, function_type, address, buffer,
+                               array_value, [datatype_value, source_value, tag_value,
+                                             comm_value, status_pointer])
+
+    return types.int32(function, buffer, datatype, source, tag, comm, status), codegen
 
 
 def mpi_description(MPI) -> dict:

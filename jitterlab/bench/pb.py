@@ -35,8 +35,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
-import platform
 from pathlib import Path
 
 import numba
@@ -44,9 +42,18 @@ import numpy as np
 from tqdm import tqdm
 
 from . import _chunks
-from ._machine import check_integer, check_seconds, cpu_model, pinned, utc_now
-from ._mpi import call_barrier, call_bcast, handle, mpi_description, mpi_functions
-from ._tsc import CycleCounterError, calibrate_tsc, check_cycle_counter, read_tsc
+from ._machine import check_integer, check_seconds, pinned, utc_now
+from ._mpi import call_barrier, call_bcast, handle, mpi_functions
+from ._ncfile import has_source, read_dataset, write_dataset
+from ._ranks import (
+    check_status,
+    collectively,
+    counter_variables,
+    rank_coordinates,
+    ranks_and_cpus,
+    run_metadata,
+)
+from ._tsc import calibrate_tsc, check_cycle_counter, read_tsc
 from .detour import _DeferredInterrupt
 from .fwq import LCG_A, LCG_B, LCG_P, _calibrate, _lcg, _Quanta
 
@@ -90,9 +97,6 @@ _BOOL_ATTRS = ("random_wait", "broadcast", "oversubscribed", "pinned", "complete
 _PER_RANK = ("host", "node", "cpu", "frequency_hz", "lcg_iterations", "calibrated_work",
              "tsc_calibration_spread", "calibration_extrapolated")
 _STORE_KEYS = ("format", "version", "kind", "unit", "bin_edges")
-#: errors re-raised with their own type on every rank when one rank fails in the set-up
-_SHARED_ERRORS = {cls.__name__: cls for cls in (ValueError, FileExistsError,
-                                                CycleCounterError)}
 
 
 # --------------------------------------------------------------------------------------
@@ -198,53 +202,6 @@ def _sparse_histogram(out: np.ndarray, n: int, frequency: float,
     return nonzero.astype(np.int64), counts[nonzero].astype(np.int64)
 
 
-# --------------------------------------------------------------------------------------
-# collective helpers
-# --------------------------------------------------------------------------------------
-def _collectively(comm, function, *args):
-    """``function(*args)`` on every rank; if it fails on any rank, raise on all of them.
-
-    The failing rank re-raises its own exception; the others raise one of the same type
-    (ValueError, FileExistsError, CycleCounterError, else RuntimeError) naming the rank,
-    so that no rank is left waiting in a collective call.
-    """
-    try:
-        result, error = function(*args), None
-    except Exception as exc:  # every failure must reach the other ranks
-        result, error = None, exc
-    reports = comm.allgather(None if error is None else (type(error).__name__, str(error)))
-    if error is not None:
-        raise error
-    for rank, report in enumerate(reports):
-        if report is not None:
-            name, message = report
-            raise _SHARED_ERRORS.get(name, RuntimeError)(f"rank {rank}: {message}")
-    return result
-
-
-def _ranks_and_cpus(comm, pin: bool) -> dict:
-    """Host, node index, CPU to pin to and oversubscription, agreed by all ranks."""
-    from mpi4py import MPI
-
-    affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    allowed = affinity if affinity is not None else list(range(os.cpu_count() or 1))
-    everyone = comm.allgather((MPI.Get_processor_name(), allowed))
-    hosts = [host for host, _ in everyone]
-    node_of: dict[str, int] = {}
-    cpus_of_host: dict[str, set] = {}
-    for host, cpus in everyone:
-        node_of.setdefault(host, len(node_of))
-        cpus_of_host.setdefault(host, set()).update(cpus)
-    oversubscribed = any(hosts.count(host) > len(cpus) for host, cpus in cpus_of_host.items())
-    rank = comm.Get_rank()
-    local_rank = hosts[:rank].count(hosts[rank])
-    cpu = affinity[local_rank % len(affinity)] if pin and affinity else None
-    cpus = comm.allgather(-1 if cpu is None else cpu)
-    return {"host": hosts, "node": [node_of[host] for host in hosts], "cpu": cpus,
-            "this_cpu": cpu, "oversubscribed": oversubscribed,
-            "pinned": all(value >= 0 for value in cpus), "n_nodes": len(node_of)}
-
-
 def _set_up_rank(work: float, MPI) -> dict:
     """Per-rank set-up: counter, its rate, the LCG calibration, the MPI functions."""
     check_cycle_counter()
@@ -306,24 +263,8 @@ def target_problem(output, overwrite: bool = False) -> str | None:
     ``overwrite``), and always a directory at ``output`` or a ``<output>.pb`` that is not a
     Parallel Benchmark chunk directory.
     """
-    output = Path(output)
-    store = store_path(output)
-    if output.is_dir():
-        return f"{output} is a directory; name the output FILE.nc"
-    if output.exists() and not overwrite:
-        return f"{output} exists; pass --force (overwrite=True) to replace it"
-    if store.exists():
-        if not store.is_dir():
-            return f"{store} exists and is not a directory"
-        if any(store.iterdir()):
-            if _chunks.store_kind(store) != KIND:
-                return (f"{store} is a directory that is not a Parallel Benchmark chunk "
-                        "directory; not writing into it")
-            if not overwrite:
-                return (f"{store} holds an earlier (perhaps interrupted) run; inspect it with "
-                        f"'jitterlab info {store}' or pass --force (overwrite=True) to "
-                        "replace it")
-    return None
+    return _chunks.output_problem(output, store_path(output), KIND, "Parallel Benchmark",
+                                  overwrite)
 
 
 def parallel_benchmark(work: float, duration: float, output, random_wait: bool = True,
@@ -509,12 +450,12 @@ def _run(comm, MPI, work, duration, output, random_wait, broadcast, max_wait, se
     if problem is not None:
         raise FileExistsError(problem)
 
-    placement = _ranks_and_cpus(comm, pin)
+    placement = ranks_and_cpus(comm, pin)
     if root and placement["oversubscribed"]:
         logger.warning("more MPI ranks than CPUs on a host: the ranks share CPUs, so the "
                        "noise they measure is no longer independent across ranks")
     with _DeferredInterrupt() as interrupt, pinned(placement["this_cpu"]):
-        setup = _collectively(comm, _set_up_rank, work, MPI)
+        setup = collectively(comm, _set_up_rank, work, MPI)
         frequency = setup["frequency_hz"]
         fit = setup["fit"]
         comm_handle = handle(MPI, comm)
@@ -530,7 +471,7 @@ def _run(comm, MPI, work, duration, output, random_wait, broadcast, max_wait, se
         _, x, status, _ = _pb_loop(*kernel_args, lcg_iterations, setup["x"], waits,
                                    np.int64(_WARMUP_ITERATIONS), broadcast, root, elapsed,
                                    math.inf, frequency, out)
-        _check_status(MPI, status)
+        check_status(MPI, status)
         elapsed[0] = 0.0
 
         per_rank = comm.gather({"frequency_hz": frequency,
@@ -545,7 +486,7 @@ def _run(comm, MPI, work, duration, output, random_wait, broadcast, max_wait, se
             metadata = _metadata(MPI, work, duration, random_wait, broadcast, max_wait, seed,
                                  chunk_seconds, max_samples, edges, default_bins, size,
                                  placement, per_rank, command)
-        writer = _collectively(comm, lambda: _chunks.ChunkWriter(
+        writer = collectively(comm, lambda: _chunks.ChunkWriter(
             store, metadata, kind=KIND, overwrite=overwrite) if root else None)
 
         rng = np.random.default_rng([seed, rank])
@@ -575,7 +516,7 @@ def _run(comm, MPI, work, duration, output, random_wait, broadcast, max_wait, se
                                                 np.int64(limit), broadcast, root, elapsed,
                                                 stop_at, frequency, out)
                 # ---- outside the timed loop from here on ----
-                _check_status(MPI, status)
+                check_status(MPI, status)
                 flags = np.array([cycles / frequency, float(interrupt.requested)])
                 comm.Allreduce(MPI.IN_PLACE, flags, op=MPI.MAX)
                 seconds = float(elapsed[0]) - measured if broadcast else float(flags[0])
@@ -610,7 +551,7 @@ def _run(comm, MPI, work, duration, output, random_wait, broadcast, max_wait, se
                 _chunks.remove_store(store)
             return read_pb(output)
 
-        result = _collectively(comm, finish)
+        result = collectively(comm, finish)
     if interrupted:
         raise KeyboardInterrupt
     return result
@@ -618,11 +559,6 @@ def _run(comm, MPI, work, duration, output, random_wait, broadcast, max_wait, se
 
 def _clamp(count: int, capacity: int) -> int:
     return int(min(max(count, 1), capacity))
-
-
-def _check_status(MPI, status) -> None:
-    if status != 0:
-        raise MPI.Exception(int(status))
 
 
 def _store_chunk(comm, MPI, writer, out, n, keep, seconds, frequency, edges) -> None:
@@ -652,30 +588,19 @@ def _store_chunk(comm, MPI, writer, out, n, keep, seconds, frequency, edges) -> 
             hist_index=np.concatenate([part[0] for part in histograms]),
             hist_count=np.concatenate([part[1] for part in histograms]))
 
-    _collectively(comm, write)
+    collectively(comm, write)
 
 
 def _metadata(MPI, work, duration, random_wait, broadcast, max_wait, seed, chunk_seconds,
               max_samples, edges, default_bins, size, placement, per_rank, command) -> dict:
-    from .. import __version__
-
     return {
-        "source": SOURCE, "unit": "cycles", "work": work, "duration": duration,
+        **run_metadata(MPI, SOURCE, size, placement, per_rank, command),
+        "work": work, "duration": duration,
         "random_wait": random_wait, "broadcast": broadcast, "max_wait": max_wait,
         "seed": seed, "chunk_seconds": chunk_seconds, "max_samples": max_samples,
-        "n_ranks": size, "n_nodes": placement["n_nodes"],
-        "oversubscribed": placement["oversubscribed"], "pinned": placement["pinned"],
-        "host": placement["host"], "node": placement["node"], "cpu": placement["cpu"],
-        **{key: [item[key] for item in per_rank] for key in per_rank[0]
-           if key != "tsc_invariant"},
-        "tsc_invariant": per_rank[0]["tsc_invariant"],
         "bin_edges": edges.tolist(),
         "hist_bins_per_decade": HIST_BINS_PER_DECADE if default_bins else None,
         "work_kernel": "lcg", "lcg_a": LCG_A, "lcg_b": LCG_B, "lcg_p": LCG_P,
-        **mpi_description(MPI),
-        "kernel": platform.release(), "os": platform.system(), "cpu_model": cpu_model(),
-        "clock": "rdtsc (llvm.readcyclecounter)", "jitterlab_version": __version__,
-        "collected_at": utc_now(), "command": command,
     }
 
 
@@ -708,8 +633,6 @@ def _dataset_from_store(metadata: dict, chunks: list[dict], name: str):
             ("rank", "bin"), counts[:, q, :],
             {"units": "1", "long_name": f"number of iterations per bin of the {quantity} "
              "time: bin k holds bin_edges[k] <= t < bin_edges[k+1]"})
-    data_vars["frequency_hz"] = ("rank", frequency, {
-        "units": "Hz", "long_name": "calibrated rate of the rank's timestamp counter"})
     data_vars["lcg_iterations"] = ("rank", np.asarray(metadata["lcg_iterations"],
                                                       dtype=np.int64),
                                    {"units": "1", "long_name": "LCG steps of one quantum "
@@ -718,18 +641,9 @@ def _dataset_from_store(metadata: dict, chunks: list[dict], name: str):
                                                        dtype=np.float64),
                                     {"units": "s", "long_name": "minimum time of the "
                                      "calibrated work quantum"})
-    data_vars["tsc_calibration_spread"] = (
-        "rank", np.asarray(metadata["tsc_calibration_spread"], dtype=np.float64),
-        {"units": "1", "long_name": "relative spread of the timestamp-counter calibrations"})
+    data_vars.update(counter_variables(metadata))
     coords = {
-        "rank": ("rank", np.arange(n_ranks), {"units": "1", "long_name": "MPI rank"}),
-        "host": ("rank", np.asarray(metadata["host"], dtype=str),
-                 {"long_name": "host of the rank (MPI processor name)"}),
-        "node": ("rank", np.asarray(metadata["node"], dtype=np.int64),
-                 {"units": "1", "long_name": "index of the host, in order of its first "
-                  "rank"}),
-        "cpu": ("rank", np.asarray(metadata["cpu"], dtype=np.int64),
-                {"units": "1", "long_name": "CPU the rank was pinned to (-1: not pinned)"}),
+        **rank_coordinates(metadata),
         "bin_edges": ("bin_edge", np.append(edges, np.inf),
                       {"units": "s", "long_name": "histogram bin edges"}),
     }
@@ -752,35 +666,14 @@ def write_pb(dataset, path) -> Path:
     as bool by :func:`read_pb`. Used to save the Dataset of an interrupted run read from
     its chunk directory.
     """
-    from ..io._common import atomic_write
-
-    path = Path(path)
-    if path.suffix.lower() != ".nc":
-        raise ValueError(f"{path.name}: write a Parallel Benchmark Dataset as FILE.nc")
-
-    dataset = dataset.copy()
-    dataset.attrs = {key: (int(value) if isinstance(value, bool) else value)
-                     for key, value in dataset.attrs.items()}
-    encoding = {name: {"_FillValue": None} for name in dataset.variables
-                if name not in ("host",)}
-    for quantity in QUANTITIES:
-        for name in (quantity, f"{quantity}_hist"):
-            encoding[name].update(zlib=True, complevel=1, shuffle=True)
-    return atomic_write(path, lambda temp: dataset.to_netcdf(temp, encoding=encoding))
+    return write_dataset(dataset, path, compressed=[
+        name for quantity in QUANTITIES for name in (quantity, f"{quantity}_hist")],
+        what="Parallel Benchmark Dataset")
 
 
 def is_pb_file(path) -> bool:
     """True if ``path`` is a netCDF file written by the Parallel Benchmark."""
-    path = Path(path)
-    if not path.is_file() or path.suffix.lower() != ".nc":
-        return False
-    try:
-        import netCDF4
-
-        with netCDF4.Dataset(path) as handle_:
-            return getattr(handle_, "source", None) == SOURCE
-    except OSError:
-        return False
+    return has_source(path, SOURCE)
 
 
 def read_pb(path):
@@ -805,8 +698,6 @@ def read_pb(path):
         If ``path`` is neither, holds no complete chunk, or a chunk other than the last
         is damaged.
     """
-    import xarray as xr
-
     path = Path(path)
     if path.is_dir():
         metadata, chunks = _chunks.read_store(path, kind=KIND)
@@ -814,12 +705,4 @@ def read_pb(path):
     if not is_pb_file(path):
         raise ValueError(f"{path.name}: not a Parallel Benchmark file (netCDF from "
                          "jitterlab measure pb) or chunk directory")
-    with xr.open_dataset(path, decode_timedelta=False) as dataset:
-        dataset = dataset.load()
-    attrs = {key: value.item() if isinstance(value, np.generic) else value
-             for key, value in dataset.attrs.items()}
-    for key in _BOOL_ATTRS:
-        if key in attrs:
-            attrs[key] = bool(attrs[key])
-    dataset.attrs = attrs
-    return dataset
+    return read_dataset(path, _BOOL_ATTRS)

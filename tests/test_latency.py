@@ -1,0 +1,245 @@
+"""``mpiexec -n 2 jitterlab measure latency`` for real, and its pieces without MPI.
+
+The MPI run is short (two ranks, a few hundred round trips and a few thousand barriers)
+and checks what must hold on any machine: the structure and units of the file, τ positive
+and finite, the chunks, no overwrite without --force, and clear errors for bad input.
+"""
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+from test_pb import HAVE_MPI4PY, MPIEXEC, N_CPUS, X86, needs_mpi
+
+from jitterlab.bench import _chunks, latency
+from jitterlab.cli import main
+
+ROUND_TRIPS = 300
+BARRIERS = latency._BARRIER_CHUNK + 1000  # two chunks of barriers
+
+
+def latency_command(output, *options, ranks=2):
+    return [MPIEXEC, "-n", str(ranks), sys.executable, "-m", "jitterlab.cli", "measure",
+            "latency", "--output", str(output), "--no-progress", *options]
+
+
+def run_latency(output, *options, ranks=2):
+    return subprocess.run(latency_command(output, *options, ranks=ranks), capture_output=True,
+                          text=True, timeout=120, cwd=Path(output).parent)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """One 2-rank run: (output, process, Dataset)."""
+    if not (X86 and HAVE_MPI4PY and MPIEXEC):
+        pytest.skip("needs an x86 timestamp counter, mpi4py and mpiexec")
+    output = tmp_path_factory.mktemp("latency") / "latency.nc"
+    process = run_latency(output, "--round-trips", str(ROUND_TRIPS), "--barriers",
+                          str(BARRIERS))
+    assert process.returncode == 0, process.stderr
+    return output, process, latency.read_latency(output)
+
+
+# --------------------------------------------------------------------------------------
+# a real run under mpiexec
+# --------------------------------------------------------------------------------------
+@needs_mpi
+def test_file_structure_units_and_provenance(run):
+    output, process, ds = run
+    assert latency.is_latency_file(output)
+    assert not latency.store_path(output).exists()  # chunks removed after the file
+    assert ds["ping_pong"].dims == ("pair", "exchange")
+    assert ds.sizes["pair"] == 1 and ds.sizes["exchange"] == ROUND_TRIPS
+    assert ds["initiator"].values.tolist() == [0] and ds["responder"].values.tolist() == [1]
+    assert ds["barrier"].dims == ("rank", "sample")
+    assert ds.sizes["rank"] == 2 and ds.sizes["sample"] == BARRIERS
+    for name in ("ping_pong", "barrier"):
+        assert ds[name].attrs["units"] == "s" and ds[name].attrs["long_name"]
+        values = ds[name].values
+        assert np.all(np.isfinite(values)) and np.all(values > 0)
+        assert np.all(values < 10.0)  # seconds, not cycles
+    assert ds["frequency_hz"].attrs["units"] == "Hz"
+    assert np.all((ds["frequency_hz"] > 0.5e9) & (ds["frequency_hz"] < 10e9))
+    assert len(set(ds["host"].values.tolist())) == 1
+    assert ds["node"].values.tolist() == [0, 0]
+    assert ds["cpu"].values.tolist() != [-1, -1]
+    attrs = ds.attrs
+    assert attrs["source"] == "jitterlab.bench.latency"
+    assert attrs["round_trips"] == ROUND_TRIPS and attrs["barriers"] == BARRIERS
+    assert attrs["message_bytes"] == latency.MESSAGE_BYTES
+    assert attrs["n_ranks"] == 2 and attrs["n_nodes"] == 1
+    assert attrs["oversubscribed"] is (N_CPUS < 2)
+    assert attrs["complete"] is True and attrs["interrupted"] is False
+    assert attrs["chunks"] == 3  # one pair, two blocks of barriers
+    assert attrs["mpi_vendor"] and attrs["cpu_model"] and attrs["collected_at"]
+    assert attrs["command"].startswith("jitterlab measure latency --output")
+    # only rank 0 printed its summary
+    assert process.stdout.count("latency (complete), 2 ranks on 1 node") == 1
+    assert "one-way latency tau" in process.stdout
+
+
+@needs_mpi
+def test_tau_is_positive_finite_and_below_the_round_trip(run):
+    _, _, ds = run
+    summary = latency.summarize_latency(ds)
+    tau = float(summary["tau"])
+    assert math.isfinite(tau) and tau > 0
+    assert tau == pytest.approx(float(ds["ping_pong"].median()) / 2, rel=1e-12)
+    low, high = summary["tau_ci"].values
+    assert low <= tau <= high and float(summary["tau_se"]) >= 0
+    assert summary["tau"].attrs["units"] == "s"
+    barrier = float(summary["barrier_time"])
+    assert math.isfinite(barrier) and barrier > 0
+    assert float(summary["tau_mean"]) >= float(ds["ping_pong"].min()) / 2
+
+
+@needs_mpi
+def test_no_overwrite_without_force(run):
+    output, _, _ = run
+    before = output.read_bytes()
+    process = run_latency(output)
+    assert process.returncode == 2
+    assert process.stderr.count("exists; pass --force") == 1  # rank 0 only
+    assert output.read_bytes() == before
+
+
+@needs_mpi
+def test_info_summarises_a_latency_file(run, capsys):
+    output, _, _ = run
+    assert main(["info", str(output)]) == 0
+    out = capsys.readouterr().out
+    assert "latency (complete), 2 ranks" in out and "one-way latency tau" in out
+    assert "empty barrier" in out and "round_trips" in out
+
+
+@needs_mpi
+@pytest.mark.parametrize(("ranks", "options", "message"), [
+    (1, ["--round-trips", "0"], "round_trips must be >= 1, got 0"),
+    (1, ["--barriers", "-5"], "barriers must be >= 1, got -5"),
+    (1, [], "needs at least 2 MPI ranks"),
+    (2, ["--barriers", "0"], "barriers must be >= 1"),
+])
+def test_bad_input_gives_a_clear_error(tmp_path, ranks, options, message):
+    process = run_latency(tmp_path / "l.nc", *options, ranks=ranks)
+    assert process.returncode == 2
+    assert process.stderr.count(message) == 1, process.stderr  # rank 0 only
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_non_integer_count_is_a_usage_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["measure", "latency", "--round-trips", "many", "--output",
+              str(tmp_path / "l.nc")])
+    assert stop.value.code == 2
+    assert "argument --round-trips: invalid int value: 'many'" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+@needs_mpi
+@pytest.mark.parametrize("name", ["l.csv", "l.nc.gz"])
+def test_output_must_be_netcdf(tmp_path, name):
+    process = run_latency(tmp_path / name, ranks=1)
+    assert process.returncode == 2
+    assert f"cannot tell the output format from {name!r}" in process.stderr
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"round_trips": 0}, "round_trips"), ({"round_trips": 2.5}, "round_trips"),
+    ({"barriers": True}, "barriers"), ({"output": "l.csv"}, "netCDF"),
+])
+def test_bad_arguments_are_refused_before_mpi(tmp_path, kwargs, message):
+    arguments = {"output": tmp_path / "l.nc", **kwargs}
+    with pytest.raises(ValueError, match=message):
+        latency.latency_benchmark(**arguments)
+    assert list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------------------
+# without MPI: chunks to Dataset, file round trip, summary
+# --------------------------------------------------------------------------------------
+def _store(path, chunks, **metadata):
+    base = {"source": latency.SOURCE, "n_ranks": 3, "frequency_hz": [1e9, 2e9, 1e9],
+            "tsc_calibration_spread": [0.0, 0.0, 0.0], "host": ["a", "a", "b"],
+            "node": [0, 0, 1], "cpu": [0, 1, 0], "round_trips": 2, "barriers": 2,
+            "message_bytes": 8, "oversubscribed": False}
+    writer = _chunks.ChunkWriter(path, {**base, **metadata}, kind="latency")
+    for chunk in chunks:
+        writer.append(**chunk)
+    return writer
+
+
+def _pair(i, j, cycles):
+    return {"phase": np.array("ping_pong"), "initiator": np.int64(i),
+            "responder": np.int64(j), "cycles": np.array(cycles, dtype=np.int64)}
+
+
+def test_chunks_become_a_dataset_and_round_trip(tmp_path):
+    store = tmp_path / "run.nc.latency"
+    writer = _store(store, [
+        _pair(0, 1, [2000, 4000]), _pair(0, 2, [3000, 1000]), _pair(1, 2, [8000, 6000]),
+        {"phase": np.array("barrier"), "cycles": np.array([[10, 20], [40, 60], [10, 30]])},
+    ])
+    incomplete = latency.read_latency(store)
+    assert incomplete.attrs["complete"] is False and incomplete.attrs["chunks"] == 4
+    writer.finish(chunks=4)
+    ds = latency.read_latency(store)
+    # each round trip in the initiator's own counter: rank 1 counts at 2 GHz
+    np.testing.assert_allclose(ds["ping_pong"].values,
+                               [[2e-6, 4e-6], [3e-6, 1e-6], [4e-6, 3e-6]])
+    assert ds["initiator"].values.tolist() == [0, 0, 1]
+    assert ds["responder"].values.tolist() == [1, 2, 2]
+    np.testing.assert_allclose(ds["barrier"].values,
+                               [[1e-8, 2e-8], [2e-8, 3e-8], [1e-8, 3e-8]])
+    assert ds["host"].values.tolist() == ["a", "a", "b"]
+    assert ds.attrs["complete"] is True and ds.attrs["oversubscribed"] is False
+    path = latency.write_latency(ds, tmp_path / "run.nc")
+    again = latency.read_latency(path)
+    assert again.attrs == ds.attrs
+    for name in ds.variables:
+        np.testing.assert_array_equal(again[name].values, ds[name].values)
+        assert again[name].attrs == ds[name].attrs
+    summary = latency.summarize_latency(again)
+    # one-way times 1, 2, 1.5, 0.5, 2, 1.5 µs: median 1.5 µs
+    assert float(summary["tau"]) == pytest.approx(1.5e-6)
+    np.testing.assert_allclose(summary["tau_pair"], [1.5e-6, 1e-6, 1.75e-6])
+    assert float(summary["barrier_time"]) == pytest.approx(2e-8)
+    assert float(summary["tau_mean"]) == pytest.approx(8.5e-6 / 6)
+
+
+def test_read_latency_errors(tmp_path):
+    with pytest.raises(ValueError, match="not a latency file"):
+        latency.read_latency(Path(__file__))
+    _store(tmp_path / "empty.nc.latency", [])
+    with pytest.raises(ValueError, match="no complete chunk"):
+        latency.read_latency(tmp_path / "empty.nc.latency")
+    _chunks.ChunkWriter(tmp_path / "other", {}, kind="pb")
+    with pytest.raises(ValueError, match="not 'latency'"):
+        latency.read_latency(tmp_path / "other")
+    output = tmp_path / "x.nc"
+    output.write_text("x")
+    assert "exists; pass --force" in latency.target_problem(output)
+    with pytest.raises(TypeError, match="latency Dataset"):
+        latency.summarize_latency(xr.Dataset())
+
+
+def test_median_interval_covers_the_median_at_its_confidence():
+    """Exponential samples (median ln 2): the order-statistic interval of the median
+    covers it in at least 95 % of 2000 seeds, within 4 binomial standard errors."""
+    seeds, m = 2000, 301
+    covered = 0
+    for seed in range(seeds):
+        values = np.random.default_rng(seed).exponential(1.0, m)
+        _, low, high = latency._median_interval(values, 0.95)
+        covered += low <= math.log(2) <= high
+    rate = covered / seeds
+    assert rate > 0.95 - 4 * math.sqrt(0.95 * 0.05 / seeds)
+    ds = xr.Dataset({"ping_pong": (("pair", "exchange"), [[1.0, 2.0]]),
+                     "barrier": (("rank", "sample"), [[1.0], [2.0]])},
+                    coords={"pair": [0], "rank": [0, 1]})
+    for confidence, error in ((1.0, ValueError), (0.0, ValueError), ("0.9", TypeError)):
+        with pytest.raises(error, match="confidence"):
+            latency.summarize_latency(ds, confidence=confidence)
