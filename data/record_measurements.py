@@ -18,6 +18,11 @@ disturbs another:
    ranks those runs are *oversubscribed*: the ranks take turns on the CPUs, so their
    noise is not independent across processes (the assumption of Theorem 1). The
    manifest marks them so.
+4. **Latency** (``jitterlab measure latency``) for 2, 4 and 8 ranks: ping-pong round trips
+   between every pair of ranks (the one-way latency τ of Garg & De's Theorem 1 is half a
+   round trip) and a loop of empty barriers, so that τ is measured apart from the PB runs
+   it is compared with. The 4- and 8-rank runs are oversubscribed on a 2-CPU machine and
+   marked so.
 
 Each file gets an entry in ``data/measured/manifest.json`` (machine-readable: what it
 is, machine — CPU model, number of CPUs, host, kernel — from the file's own attributes,
@@ -25,13 +30,14 @@ date, the exact command and the folder it ran in, units, load averages before an
 after, size and SHA-256) and a section in ``data/measured/PROVENANCE.md``. The
 manifest is rewritten after every file, so an interrupted recording keeps what it
 finished. Load the data with :mod:`jitterlab.datasets` (``load_detour``, ``load_fwq``,
-``load_pb``, ``list_measurements``).
+``load_pb``, ``load_latency``, ``list_measurements``).
 
 Usage (from the repository root, with jitterlab installed, e.g. in ``.venv``)::
 
-    python data/record_measurements.py              # everything, about 11 minutes
+    python data/record_measurements.py              # everything, about 12 minutes
     python data/record_measurements.py --quick      # a few seconds each (development)
     python data/record_measurements.py --only fwq pb            # re-record some kinds
+    python data/record_measurements.py --only latency           # add or redo latency only
     python data/record_measurements.py --cpus 1 --detour-seconds 120
     python data/record_measurements.py --dry-run    # print the commands only
 
@@ -48,6 +54,8 @@ Stored files (names do not depend on the durations):
   ``jitterlab.bench.read_fwq_samples``.
 * ``pb_<R>ranks_w<W>[_no_wait_no_bcast].nc`` — PB runs (netCDF), read by
   ``jitterlab.bench.read_pb``.
+* ``latency_<R>ranks.nc`` — latency runs (netCDF), read by
+  ``jitterlab.bench.read_latency``.
 
 To keep ``data/`` small (a few MB): the FWQ files are re-encoded after the run — the
 samples, whole numbers of timestamp-counter cycles divided by ``frequency_hz``, are
@@ -92,17 +100,19 @@ MANIFEST = "manifest.json"
 PROVENANCE = "PROVENANCE.md"
 MANIFEST_FORMAT = "jitterlab measurements manifest"
 MANIFEST_VERSION = 1
-KINDS = ("detour", "fwq", "pb")
+KINDS = ("detour", "fwq", "pb", "latency")
 #: variants of each kind, in the order the manifest lists them
 VARIANTS = ("fixed_threshold", "default_threshold", "lcg", "default", "no_wait_no_bcast")
 #: Garg & De's work quanta: 300 µs (Fig. 6-9, 11), 13 ms (Fig. 11), 83 ms (Fig. 6)
 FWQ_WORKS = (300e-6, 13e-3, 83e-3)
 #: ranks of the PB runs; those above the number of CPUs are oversubscribed
 PB_RANKS = (2, 4, 8)
+#: ranks of the latency runs (those above the number of CPUs are oversubscribed)
+LATENCY_RANKS = (2, 4, 8)
 QUICK = {"detour_seconds": 3.0, "default_threshold_seconds": 2.0, "fwq_seconds": 3.0,
-         "pb_seconds": 5.0}
+         "pb_seconds": 5.0, "latency_round_trips": 200, "latency_barriers": 1000}
 FULL = {"detour_seconds": 60.0, "default_threshold_seconds": 5.0, "fwq_seconds": 60.0,
-        "pb_seconds": 60.0}
+        "pb_seconds": 60.0, "latency_round_trips": 1000, "latency_barriers": 5000}
 #: fewest FWQ samples per quantum, whatever the duration
 MIN_FWQ_SAMPLES = 30
 
@@ -348,6 +358,27 @@ def plan(args) -> list[dict]:
                 "loader": (f"jitterlab.datasets.load_pb(ranks={ranks}"
                            + ("" if variant == "default" else f", variant={variant!r}")
                            + ")")})
+    if "latency" in args.only:
+        for ranks in LATENCY_RANKS:
+            name = f"latency_{ranks}ranks.nc"
+            oversubscribed = ranks > (os.cpu_count() or 1)
+            description = (f"latency, {ranks} ranks: {args.latency_round_trips} ping-pong "
+                           "round trips of 8 bytes between every pair of ranks (one-way "
+                           "latency τ = half a round trip) and "
+                           f"{args.latency_barriers} empty barriers")
+            if oversubscribed:
+                description += (f"; OVERSUBSCRIBED: {ranks} ranks on {os.cpu_count()} CPUs, "
+                                "so messages and barriers wait for descheduled ranks")
+            jobs.append({
+                "file": name, "kind": "latency", "variant": "default", "ranks": ranks,
+                "oversubscribed": oversubscribed,
+                "round_trips": args.latency_round_trips, "barriers": args.latency_barriers,
+                "argv": [mpiexec, "-n", str(ranks), jitterlab, "measure", "latency",
+                         "--round-trips", str(args.latency_round_trips), "--barriers",
+                         str(args.latency_barriers), "--output", name, "--force"],
+                "description": description,
+                "units": {"ping_pong": "s", "barrier": "s"},
+                "loader": f"jitterlab.datasets.load_latency(ranks={ranks})"})
     return jobs
 
 
@@ -426,7 +457,26 @@ def describe_pb(path: Path) -> dict:
     return {"attrs": attrs, "summary": plain(summary), "postprocess": None}
 
 
-DESCRIBE = {"detour": describe_detour, "fwq": describe_fwq, "pb": describe_pb}
+def describe_latency(path: Path) -> dict:
+    from jitterlab.bench.latency import read_latency, summarize_latency
+
+    # stored as the benchmark wrote it (each rank converts with its own counter rate)
+    ds = read_latency(path)
+    summary = summarize_latency(ds)
+    numbers = {name: float(summary[name]) for name in (
+        "tau", "tau_se", "tau_mean", "tau_mean_se", "barrier_time", "barrier_time_se",
+        "barrier_mean", "barrier_mean_se")}
+    numbers.update(ranks=int(ds.sizes["rank"]), pairs=int(ds.sizes["pair"]),
+                   round_trips=int(ds.sizes["exchange"]), barriers=int(ds.sizes["sample"]),
+                   oversubscribed=bool(ds.attrs.get("oversubscribed")))
+    attrs = dict(ds.attrs)
+    if "host" not in attrs:
+        attrs["host"] = ", ".join(sorted({str(h) for h in ds["host"].values.tolist()}))
+    return {"attrs": attrs, "summary": plain(numbers), "postprocess": None}
+
+
+DESCRIBE = {"detour": describe_detour, "fwq": describe_fwq, "pb": describe_pb,
+            "latency": describe_latency}
 
 
 # --------------------------------------------------------------------------------------
@@ -483,7 +533,8 @@ def provenance_markdown(manifest: dict) -> str:
         "",
         "Written by `data/record_measurements.py` (do not edit by hand; re-record instead).",
         "The same information, machine-readable, is in `manifest.json`; load the data with",
-        "`jitterlab.datasets` (`list_measurements`, `load_detour`, `load_fwq`, `load_pb`).",
+        "`jitterlab.datasets` (`list_measurements`, `load_detour`, `load_fwq`, `load_pb`,",
+        "`load_latency`).",
         "",
     ]
     if quick:
@@ -517,6 +568,8 @@ def provenance_markdown(manifest: dict) -> str:
         "* PB: `compute`, `barrier`, `iteration` and `bin_edges` in seconds `s`; the "
         "`*_hist` variables count iterations per bin (every iteration of the run, while "
         "the raw samples are the first `max_samples` of each rank).",
+        "* Latency: `ping_pong` (round trips, dims `pair`, `exchange`) and `barrier` (dims "
+        "`rank`, `sample`) in seconds `s`; the one-way latency τ is half a round trip.",
         "* Thresholds, t_min and loop times in the attributes: seconds.",
         "",
         "## Files",
@@ -552,6 +605,14 @@ def provenance_markdown(manifest: dict) -> str:
             text = (f"{s.get('samples')} samples: min {_seconds(s.get('min'))}, median "
                     f"{_seconds(s.get('median'))}, mean {_seconds(s.get('mean'))}, p99 "
                     f"{_seconds(s.get('p99'))}, max {_seconds(s.get('max'))}")
+        elif entry["kind"] == "latency":
+            text = (f"{s.get('ranks')} ranks, {s.get('pairs')} pairs x "
+                    f"{s.get('round_trips')} round trips, {s.get('barriers')} barriers: "
+                    f"τ (median one-way) {_seconds(s.get('tau'))} ± "
+                    f"{_seconds(s.get('tau_se'))}, empty barrier (median) "
+                    f"{_seconds(s.get('barrier_time'))} ± "
+                    f"{_seconds(s.get('barrier_time_se'))}"
+                    + ("; oversubscribed" if s.get("oversubscribed") else ""))
         else:
             means = ", ".join(_seconds(v) for v in s.get("mean_iteration") or [])
             text = (f"{s.get('ranks')} ranks, {s.get('iterations')} iterations (raw samples "
@@ -567,7 +628,8 @@ def provenance_markdown(manifest: dict) -> str:
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
         description="Record the measurements of this machine shipped in data/measured/ "
-        "(detour traces, FWQ samples, Parallel Benchmark runs) with their provenance.",
+        "(detour traces, FWQ samples, Parallel Benchmark runs, latency runs) with their "
+        "provenance.",
         epilog="Durations default to the full recording (60 s per benchmark); --quick "
         "sets them to a few seconds, and an explicit --*-seconds option wins over both.")
     parser.add_argument("--quick", action="store_true",
@@ -599,6 +661,11 @@ def parse_args(argv=None):
                         "every iteration; default 4000)")
     parser.add_argument("--pb-work", type=float, default=300e-6,
                         help="work quantum w of the PB runs in seconds (default 300e-6)")
+    parser.add_argument("--latency-round-trips", type=int, default=None,
+                        help="ping-pong round trips per pair of ranks of each latency run "
+                        "(default 1000)")
+    parser.add_argument("--latency-barriers", type=int, default=None,
+                        help="empty barriers of each latency run (default 5000)")
     parser.add_argument("--output", type=Path, default=OUTPUT,
                         help=f"folder of the measurements (default {OUTPUT.relative_to(ROOT)})")
     parser.add_argument("--dry-run", action="store_true",
@@ -652,7 +719,8 @@ def main(argv=None) -> int:
     manifest.update({
         "recorded_with": recorded_with, "jitterlab_version": jl.__version__,
         **git_revision(), "python": platform.python_version(),
-        "mpi": mpi_version() if "pb" in args.only else manifest.get("mpi"),
+        "mpi": (mpi_version() if {"pb", "latency"} & set(args.only)
+                else manifest.get("mpi")),
     })
     recorded = set()
     print(f"Recording {len(jobs)} measurements into {output} "
@@ -685,7 +753,7 @@ def main(argv=None) -> int:
             "summary": described["summary"], "postprocess": described["postprocess"],
             "bytes": path.stat().st_size, "sha256": sha256(path),
         })
-        if job["kind"] == "pb" and attrs.get("oversubscribed") is not None:
+        if job["kind"] in ("pb", "latency") and attrs.get("oversubscribed") is not None:
             entry["oversubscribed"] = bool(attrs["oversubscribed"])
         manifest.setdefault("machine", entry["machine"])
         for replaced in [e for e in manifest["files"] if _key(e) == _key(entry)]:

@@ -10,7 +10,8 @@ The files live in the ``data/`` folder next to the package (a source checkout):
   ``python data/record_measurements.py``. ``data/measured/manifest.json`` lists every
   file with what it is, the machine, the date, the exact command, the units and its
   SHA-256; ``data/measured/PROVENANCE.md`` says the same for people.
-  :func:`list_measurements`, :func:`load_detour`, :func:`load_fwq`, :func:`load_pb`.
+  :func:`list_measurements`, :func:`load_detour`, :func:`load_fwq`, :func:`load_pb`,
+  :func:`load_latency`.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import pandas as pd
 
 __all__ = ["DATA_DIR", "PAPER_VALUE_COLUMNS", "MEASUREMENT_COLUMNS", "RECORD_COMMAND",
            "load_paper_values", "list_measurements", "measurement_path", "load_detour",
-           "load_fwq", "load_pb"]
+           "load_fwq", "load_pb", "load_latency"]
 
 #: the ``data/`` folder of a source checkout: the package's parent directory + ``data``
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
@@ -140,13 +141,16 @@ def list_measurements() -> pd.DataFrame:
     -------
     pandas.DataFrame
         Indexed by ``file`` (the name inside ``data/measured/``), with the columns of
-        :data:`MEASUREMENT_COLUMNS`: ``kind`` (``"detour"``, ``"fwq"`` or ``"pb"``),
+        :data:`MEASUREMENT_COLUMNS`: ``kind`` (``"detour"``, ``"fwq"``, ``"pb"`` or
+        ``"latency"``),
         ``variant`` (``"fixed_threshold"`` or ``"default_threshold"`` for detour
-        traces, ``"default"`` or ``"no_wait_no_bcast"`` for PB runs), ``cpu`` (detour
-        and FWQ), ``ranks`` (PB), ``work`` [s] (FWQ and PB), ``threshold`` [s]
+        traces, ``"default"`` or ``"no_wait_no_bcast"`` for PB runs, ``"default"`` for
+        latency runs), ``cpu`` (detour and FWQ), ``ranks`` (PB and latency), ``work`` [s]
+        (FWQ and PB), ``threshold`` [s]
         (detour), ``duration`` (requested) [s], ``quick`` (recorded with ``--quick``:
-        a few seconds, for development only), ``oversubscribed`` (PB with more ranks
-        than CPUs: the noise of the ranks is not independent), ``collected_at`` (ISO
+        a few seconds, for development only), ``oversubscribed`` (PB and latency runs
+        with more ranks than CPUs: the noise of the ranks is not independent),
+        ``collected_at`` (ISO
         UTC), ``host``, ``cpu_model``, ``n_cpus``, ``kernel``, ``bytes``, ``sha256``,
         ``command`` (exactly as run) and ``description``. ``df.attrs`` holds the
         manifest's top-level entries (the recording command, the machine, the
@@ -365,3 +369,40 @@ def load_pb(ranks: int = 2, variant: str = "default"):
         raise ValueError(f"variant must be 'default' or 'no_wait_no_bcast', got {variant!r}")
     entry = _select("pb", "Parallel Benchmark run", ranks=int(ranks), variant=variant)
     return read_pb(measurement_path(entry))
+
+
+def load_latency(ranks: int = 2):
+    """A shipped latency run: ping-pong between rank pairs and empty barriers under MPI.
+
+    Parameters
+    ----------
+    ranks : int, default 2
+        Number of MPI processes. Runs with more ranks than the machine has CPUs are
+        marked ``oversubscribed``: messages and barriers then wait for descheduled ranks.
+
+    Returns
+    -------
+    xarray.Dataset
+        As :func:`jitterlab.bench.latency.read_latency` returns it: ``ping_pong``
+        (round-trip times, dims ``pair``, ``exchange``) [s] and ``barrier`` (times of
+        empty barriers, dims ``rank``, ``sample``) [s], per-rank ``host``, ``node``,
+        ``cpu`` and the run's attributes. The one-way latency τ of Theorem 1, with its
+        standard error: :func:`jitterlab.bench.latency.summarize_latency`.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the measurements have not been recorded.
+    ValueError
+        If no run of that size is shipped, or the checksum differs.
+
+    Examples
+    --------
+    >>> from jitterlab.bench.latency import summarize_latency
+    >>> from jitterlab.datasets import load_latency
+    >>> tau = float(summarize_latency(load_latency(2))["tau"])  # doctest: +SKIP
+    """
+    from .bench.latency import read_latency
+
+    entry = _select("latency", "latency run", ranks=int(ranks))
+    return read_latency(measurement_path(entry))

@@ -3,6 +3,7 @@ records and checksums, consistency with the package."""
 
 import hashlib
 import json
+import math
 import re
 import shutil
 
@@ -11,11 +12,13 @@ import pytest
 
 import jitterlab as jl
 from jitterlab import datasets
+from jitterlab.bench.latency import summarize_latency
 from jitterlab.datasets import (
     PAPER_VALUE_COLUMNS,
     list_measurements,
     load_detour,
     load_fwq,
+    load_latency,
     load_paper_values,
     load_pb,
 )
@@ -110,6 +113,7 @@ def test_malformed_table(monkeypatch, tmp_path):
 MEASURED = datasets.DATA_DIR / "measured"
 FWQ_WORKS = (300e-6, 13e-3, 83e-3)
 PB_RUNS = [(2, "default"), (2, "no_wait_no_bcast"), (4, "default"), (8, "default")]
+LATENCY_RANKS = (2, 4, 8)
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +129,7 @@ def manifest():
 def test_every_measurement_is_listed(measurements):
     assert tuple(measurements.columns) == datasets.MEASUREMENT_COLUMNS[1:]
     assert measurements.index.name == "file" and measurements.index.is_unique
-    assert set(measurements["kind"]) == {"detour", "fwq", "pb"}
+    assert set(measurements["kind"]) == {"detour", "fwq", "pb", "latency"}
     detour = measurements[measurements["kind"] == "detour"]
     n_cpus = int(measurements["n_cpus"].iloc[0])
     for variant in ("fixed_threshold", "default_threshold"):
@@ -136,6 +140,9 @@ def test_every_measurement_is_listed(measurements):
     pb = measurements[measurements["kind"] == "pb"]
     assert sorted(zip(pb["ranks"], pb["variant"], strict=True)) == sorted(PB_RUNS)
     assert (pb["oversubscribed"] == (pb["ranks"] > pb["n_cpus"])).all()
+    latency = measurements[measurements["kind"] == "latency"]
+    assert sorted(latency["ranks"]) == list(LATENCY_RANKS)
+    assert (latency["oversubscribed"] == (latency["ranks"] > latency["n_cpus"])).all()
     assert measurements["quick"].notna().all()
     assert measurements["command"].str.startswith(("jitterlab measure ", "mpiexec -n ")).all()
     assert measurements.attrs["recorded_with"].startswith("python data/record_measurements.py")
@@ -248,11 +255,34 @@ def test_load_pb(measurements, ranks, variant):
     np.testing.assert_allclose(ds["iteration"], ds["compute"] + ds["barrier"], rtol=1e-12)
 
 
+@pytest.mark.parametrize("ranks", LATENCY_RANKS)
+def test_load_latency(measurements, ranks):
+    ds = load_latency(ranks)
+    row = measurements[(measurements["kind"] == "latency")
+                       & (measurements["ranks"] == ranks)].iloc[0]
+    assert ds.attrs["source"] == "jitterlab.bench.latency" and ds.attrs["complete"]
+    assert ds.sizes["rank"] == ds.attrs["n_ranks"] == ranks
+    assert ds.sizes["pair"] == ranks * (ranks - 1) // 2  # every pair of ranks
+    assert ds.attrs["oversubscribed"] == row["oversubscribed"]
+    assert ds.attrs["command"] == row["command"].removeprefix(f"mpiexec -n {ranks} ")
+    for name in ("ping_pong", "barrier"):
+        assert ds[name].attrs["units"] == "s"
+        assert np.all(np.isfinite(ds[name])) and np.all(ds[name] > 0)
+    summary = summarize_latency(ds)
+    tau = float(summary["tau"])
+    assert 0 < tau < 1e-3 and math.isfinite(float(summary["tau_se"]))
+    # the key numbers of the manifest are those of the shipped file
+    entry = next(e for e in json.loads((MEASURED / "manifest.json").read_text(
+        encoding="utf-8"))["files"] if e["file"] == row.name)
+    assert entry["summary"]["tau"] == pytest.approx(tau, rel=1e-12)
+
+
 def test_missing_manifest_says_how_to_record(monkeypatch, tmp_path):
     monkeypatch.setattr(datasets, "DATA_DIR", tmp_path / "data")
     pattern = re.escape(str(tmp_path / "data" / "measured" / "manifest.json")) + \
         r".*python data/record_measurements\.py"
-    for load in (list_measurements, load_detour, lambda: load_fwq(300e-6), load_pb):
+    for load in (list_measurements, load_detour, lambda: load_fwq(300e-6), load_pb,
+                 load_latency):
         with pytest.raises(FileNotFoundError, match=pattern):
             load()
 
@@ -297,6 +327,8 @@ def test_unknown_selection_lists_what_is_shipped():
         load_fwq(1e-3)
     with pytest.raises(ValueError, match=r"no shipped Parallel Benchmark run with ranks=3"):
         load_pb(3)
+    with pytest.raises(ValueError, match=r"no shipped latency run with ranks=3.*ranks=2"):
+        load_latency(3)
     with pytest.raises(ValueError, match="variant must be"):
         load_pb(2, "broadcast")
     with pytest.raises(ValueError, match="variant must be"):

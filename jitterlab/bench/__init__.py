@@ -12,17 +12,24 @@
 * :func:`parallel_benchmark` — Garg & De's Parallel Benchmark under MPI (mpi4py): the
   compute, barrier and iteration times of work-barrier iterations on every rank, with or
   without the random wait and the broadcast; read back with :func:`read_pb`.
+* :func:`latency_benchmark` — the one-way latency τ (ping-pong between rank pairs) and
+  the time of an empty barrier under MPI; read back with :func:`read_latency`, τ with its
+  standard error from :func:`summarize_latency`.
 * :func:`calibrate_tsc` — the rate of the timestamp counter [Hz].
 
-The command line runs them as ``jitterlab measure detour``, ``jitterlab measure fwq`` and
-``mpiexec -n N jitterlab measure pb``; see ``docs/measure.md``.
+The command line runs them as ``jitterlab measure detour``, ``jitterlab measure fwq``,
+``mpiexec -n N jitterlab measure pb`` and ``mpiexec -n N jitterlab measure latency``; see
+``docs/measure.md``.
 """
 
 from ._tsc import CycleCounterError, TscCalibration, TscWarning, calibrate_tsc, read_cycles
 from .detour import detour, read_detour
 from .fwq import fwq, lcg_work, read_fwq_samples, write_fwq_samples
+from .latency import latency_benchmark, read_latency, summarize_latency, write_latency
 from .pb import parallel_benchmark, read_pb, write_pb
 
 __all__ = ["detour", "read_detour", "fwq", "lcg_work", "read_fwq_samples",
-           "write_fwq_samples", "parallel_benchmark", "read_pb", "write_pb", "calibrate_tsc",
+           "write_fwq_samples", "parallel_benchmark", "read_pb", "write_pb",
+           "latency_benchmark", "read_latency", "write_latency", "summarize_latency",
+           "calibrate_tsc",
            "read_cycles", "TscCalibration", "CycleCounterError", "TscWarning"]
