@@ -6,17 +6,26 @@ check allows 5 standard errors (a false alarm about once in 1.7 million runs), a
 seeds are fixed, so the tests are deterministic.
 """
 
+import hashlib
 import math
+import re
 
 import numpy as np
 import pytest
 from scipy import integrate
 
+from jitterlab import datasets
+from jitterlab.datasets import load_paper_values
 from jitterlab.synthetic import (
+    JITSIM_CONFIGURATIONS,
+    JITSIM_COSCHEDULER,
+    JITSIM_NODE,
     PeriodicSource,
     PoissonSource,
     capped_pareto_mean,
     coscheduled_trace,
+    jitsim_coscheduled_trace,
+    jitsim_trace,
     synthetic_trace,
     trace_from_sources,
 )
@@ -200,3 +209,131 @@ def test_synthetic_attrs_survive_files(tmp_path):
     trace = coscheduled_trace(0.5, 0.01, 0.1, rng=2)
     assert read_trace(trace.to_netcdf(tmp_path / "c.nc")).equals(trace)
     assert read_trace(trace.to_csv(tmp_path / "c.csv")).equals(trace)
+
+
+# --------------------------------------------------------------------------------------
+# the node of jitSim §4.2–4.3 and its co-scheduled variant
+# --------------------------------------------------------------------------------------
+def _covered(inner, outer):
+    """True where an event of ``inner`` lies inside an event of ``outer`` (same timeline)."""
+    start = inner.starts + inner.attrs["offset"]
+    end = start + inner.jitter
+    o_start = outer.starts + outer.attrs["offset"]
+    o_end = o_start + outer.jitter
+    k = np.searchsorted(o_start, start + 1e-12, side="right") - 1
+    return (k >= 0) & (o_start[k] <= start + 1e-12) & (end <= o_end[k] + 1e-12)
+
+
+def test_jitsim_node_rates_and_noise_fraction():
+    """Closed form: events per second 100 + λ + Σ 1/P, noise fraction
+    f·d_tick + λ·E[min(X, cap)] + Σ d/P; the Poisson part has standard deviation
+    sqrt(λT) events and sqrt(λT·E[min(X, cap)²])/T of noise fraction."""
+    duration, node = 60.0, JITSIM_NODE
+    trace = jitsim_trace(duration, rng=12)
+    stats = trace.stats()
+    rate = node["interrupt_rate"]
+    periodic = sum(1 / p for p, _ in node["processes"])
+    expected = node["tick_hz"] + rate + periodic
+    # merging (an interrupt inside a tick) removes about 0.2 % of the interrupts: far
+    # below one standard error of the Poisson count
+    assert abs(stats["event_rate"] - expected) < Z * math.sqrt(rate * duration) / duration
+    args = node["interrupt_alpha"], node["interrupt_scale"], node["interrupt_cap"]
+    mean = capped_pareto_mean(*args)
+    fraction = (node["tick_hz"] * node["tick_duration"] + rate * mean
+                + sum(d / p for p, d in node["processes"]))
+    sd = math.sqrt(rate * duration * capped_pareto_second_moment(*args)) / duration
+    assert abs(stats["noise_fraction"] - fraction) < Z * sd
+    assert trace.attrs["sources"] == ["tick", "interrupts", "processes"]
+    assert trace.attrs["processes"] == [[1.0, 100e-6], [5.0, 1e-3]]
+    assert trace.attrs["generator"] == "jitterlab.synthetic.jitsim_trace"
+
+
+def test_jitsim_isolated_cpu_keeps_only_the_100_hz_tick():
+    trace = jitsim_trace(20.0, keep=JITSIM_CONFIGURATIONS["Isolated CPU"], rng=3)
+    assert trace.n_events == 20 * 100
+    np.testing.assert_allclose(np.diff(trace.starts), 0.01, rtol=1e-9)
+    spread = JITSIM_NODE["tick_spread"]
+    assert np.all(np.abs(trace.jitter / JITSIM_NODE["tick_duration"] - 1) <= spread + 1e-12)
+
+
+def test_jitsim_processes_alone_are_periodic():
+    duration = 30.0
+    trace = jitsim_trace(duration, keep=("processes",), rng=5)
+    # 30 activations of 100 µs and 6 of 1 ms; total work exact (no overlap at this seed)
+    assert trace.n_events == 30 + 6
+    assert trace.stats()["total_jitter"] == pytest.approx(30 * 100e-6 + 6 * 1e-3, rel=1e-9)
+
+
+def test_jitsim_sources_keep_their_events_when_others_are_removed():
+    full = jitsim_trace(10.0, rng=7)
+    for keep in (("tick",), ("interrupts",), ("processes",), ("tick", "interrupts")):
+        part = jitsim_trace(10.0, keep=keep, rng=7)
+        assert part.n_events > 0
+        assert _covered(part, full).all(), keep
+        assert part.stats()["total_jitter"] <= full.stats()["total_jitter"]
+    assert not _covered(jitsim_trace(10.0, keep=("interrupts",), rng=8), full).all()
+
+
+def test_jitsim_coscheduled_defers_processes_and_overhead_to_low_windows():
+    duration = 20.0
+    window, low = JITSIM_COSCHEDULER["window"], JITSIM_COSCHEDULER["low_fraction"]
+    trace = jitsim_coscheduled_trace(duration, keep=("processes",), rng=4)
+    start, end, _ = _phase_in_window(trace)
+    assert np.all(start >= (1 - low) * window - 1e-12) and np.all(end <= window + 1e-12)
+    # work moved, not lost: processes + co-scheduler daemon per window + ntpdate
+    ntp_period, ntp = JITSIM_COSCHEDULER["ntpdate"]
+    work = (duration * (100e-6 / 1.0 + 1e-3 / 5.0)
+            + duration / window * JITSIM_COSCHEDULER["coscheduler_daemon"]
+            + duration / ntp_period * ntp)
+    assert trace.stats()["total_jitter"] == pytest.approx(work, rel=1e-9)
+    assert trace.attrs["window"] == window and trace.attrs["low_fraction"] == low
+
+
+def test_jitsim_coscheduled_interrupts_and_tick_are_the_nodes():
+    keep = ("tick", "interrupts")
+    free = jitsim_trace(10.0, keep=keep, rng=9)
+    cosched = jitsim_coscheduled_trace(10.0, keep=keep, coscheduler_daemon=0.0,
+                                       ntpdate=None, rng=9)
+    np.testing.assert_array_equal(free.jitter, cosched.jitter)
+    np.testing.assert_array_equal(free.gap, cosched.gap)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: jitsim_trace(1.0, keep=("disk",)), ValueError, r"keep.*'disk'"),
+        (lambda: jitsim_trace(1.0, keep=3), TypeError, "keep must be"),
+        (lambda: jitsim_trace(1.0, processes=((1.0,),)), ValueError, r"daemons\[0\]"),
+        (lambda: jitsim_trace(0.0), ValueError, "duration"),
+        (lambda: jitsim_coscheduled_trace(1.0, tick=1), TypeError, r"unknown.*'tick'"),
+        (lambda: jitsim_coscheduled_trace(1.0, ntpdate=(1.0,)), ValueError, "ntpdate"),
+        (lambda: jitsim_coscheduled_trace(1.05), ValueError, "whole number of windows"),
+        (lambda: jitsim_coscheduled_trace(1.0, coscheduler_daemon=-1), ValueError,
+         "coscheduler_daemon"),
+    ],
+)
+def test_jitsim_invalid_parameters(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+# the numbers of jitSim §3.5 and §4 transcribed in data/de_mann_2010.csv
+def test_de_mann_2010_table_and_its_provenance_record():
+    table = load_paper_values("de_mann_2010")
+    values = table.set_index("quantity")["value"]
+    assert table["quantity"].is_unique and np.isfinite(table["value"]).all()
+    assert table["source"].str.startswith("De & Mann 2010, §").all()
+    record = (datasets.DATA_DIR / "de_mann_2010.md").read_text(encoding="utf-8")
+    digest = hashlib.sha256((datasets.DATA_DIR / "de_mann_2010.csv").read_bytes()).hexdigest()
+    assert re.search(r"\b[0-9a-f]{64}\b", record).group(0) == digest, \
+        "update the checksum in data/de_mann_2010.md after editing the CSV"
+    for unit in set(table["unit"]):
+        assert f"`{unit}`" in record
+    # the printed numbers agree with each other: 100 Hz is 10 ms, and 44.2 % -> 31.2 %
+    # is the printed "30 %" reduction to the paper's rounding (29.4 %)
+    assert values["tick_hz"] * values["tick_interval"] == pytest.approx(1.0)
+    reduction = 1 - values["fig10_isolated_cpu_slowdown_16k"] / values[
+        "fig10_baseline_slowdown_16k"]
+    assert abs(reduction - values["fig10_reduction_16k"]) < 0.01
+    assert values["largest_task_count"] == 2**14 == values["fig9_coscheduled_plateau_end"]
+    assert JITSIM_NODE["tick_hz"] == values["tick_hz"]
