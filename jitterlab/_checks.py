@@ -7,7 +7,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["check_positive", "check_probability", "check_integer"]
+__all__ = ["check_positive", "check_probability", "check_integer", "check_size"]
 
 #: the largest count the kernels hold in a 64-bit signed integer
 _INT64_MAX = np.iinfo(np.int64).max
@@ -66,3 +66,12 @@ def check_integer(name: str, value, minimum: int = 0) -> int:
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
     return value
+
+
+def check_size(size, name: str = "size"):
+    """A sample size for numpy: None (one draw), an int >= 0 or a tuple of them."""
+    if size is None:
+        return None
+    if isinstance(size, tuple | list):
+        return tuple(check_integer(f"{name}[{i}]", value, 0) for i, value in enumerate(size))
+    return check_integer(name, size, 0)

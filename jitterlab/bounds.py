@@ -19,7 +19,6 @@ import xarray as xr
 from scipy import special
 
 from ._checks import check_positive
-from ._random import RngLike, as_generator
 from .maxofn import DEFAULT_QUANTILES, _as_models, _as_n, exact_max_mean, max_of_n
 from .noise import NoiseModel
 
@@ -238,9 +237,8 @@ class BarrierTime(NoiseModel):
         # E[b] = E[max of N] − E[X] + round_trip
         return exact_max_mean([self.dist], [self.n]) - self.dist.mean() + self.round_trip
 
-    def sample(self, size, rng: RngLike = None):
-        gen = as_generator(rng)
-        own = self.dist.sample(size, rng=gen)
+    def _draw(self, size, gen):
+        own = self.dist._draw(size, gen)
         if self.n == 1:
             return np.full(np.shape(own), self.round_trip)
         # the maximum of the other N − 1 by inversion: 1 − max(u) ~ 1 − U^{1/(N−1)}

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .._checks import check_positive, check_probability  # noqa: F401  (re-exported)
+from .._checks import check_positive, check_probability, check_size  # noqa: F401
 from .._random import RngLike, as_generator
 
 __all__ = ["NoiseModel", "Shifted", "Sum", "Mixture"]
@@ -53,8 +53,19 @@ class NoiseModel(ABC):
         """Expected value. [s]"""
 
     def sample(self, size, rng: RngLike = None) -> np.ndarray:
-        """Independent draws (inverse-CDF sampling unless a subclass knows better). [s]"""
-        gen = as_generator(rng)
+        """Independent draws. [s]
+
+        Parameters
+        ----------
+        size : int or tuple of int
+            Shape of the result. [-]
+        rng : int or numpy.random.Generator, optional
+            Seed or generator.
+        """
+        return self._draw(check_size(size), as_generator(rng))
+
+    def _draw(self, size, gen: np.random.Generator) -> np.ndarray:
+        """Draws for a checked ``size`` (inverse-CDF sampling unless a subclass knows better)."""
         return self.isf(gen.random(size))
 
     # -- metadata -----------------------------------------------------------------------
@@ -153,8 +164,8 @@ class Shifted(NoiseModel):
     def mean(self) -> float:
         return self.base.mean() + self.shift
 
-    def sample(self, size, rng: RngLike = None):
-        return self.base.sample(size, rng=rng) + self.shift
+    def _draw(self, size, gen):
+        return self.base._draw(size, gen) + self.shift
 
     @property
     def atoms(self):
@@ -185,9 +196,16 @@ class Mixture(NoiseModel):
 
     def __init__(self, components: Sequence[NoiseModel], weights: Sequence[float]):
         components = list(components)
-        weights = np.asarray(weights, dtype=float)
-        if not components or any(not isinstance(c, NoiseModel) for c in components):
-            raise ValueError("components must be a non-empty sequence of NoiseModel")
+        if not components:
+            raise ValueError("components must be a non-empty sequence of noise models")
+        for i, c in enumerate(components):
+            if not isinstance(c, NoiseModel):
+                raise TypeError(f"components[{i}] is a {type(c).__name__}, not a noise model "
+                                "(jl.noise)")
+        try:
+            weights = np.asarray(weights, dtype=float)
+        except (TypeError, ValueError):
+            raise TypeError(f"weights must be numbers, got {weights!r}") from None
         if weights.shape != (len(components),):
             raise ValueError(f"weights must have one value per component ({len(components)})")
         if np.any(~np.isfinite(weights)) or np.any(weights < 0) or weights.sum() <= 0:
@@ -210,13 +228,12 @@ class Mixture(NoiseModel):
         return float(sum(w * c.mean() for w, c in zip(self.weights, self.components,
                                                        strict=True)))
 
-    def sample(self, size, rng: RngLike = None):
-        gen = as_generator(rng)
+    def _draw(self, size, gen):
         which = gen.choice(len(self.components), size=size, p=self.weights)
         out = np.empty(np.shape(which), dtype=float)
         for k, component in enumerate(self.components):
             mask = which == k
-            out[mask] = component.sample(int(mask.sum()), rng=gen)
+            out[mask] = component._draw(int(mask.sum()), gen)
         return out
 
     @property
@@ -255,7 +272,8 @@ class Sum(NoiseModel):
         flat: list[NoiseModel] = []
         for c in components:
             if not isinstance(c, NoiseModel):
-                raise ValueError(f"components must be NoiseModel, got {type(c).__name__}")
+                raise TypeError(f"components must be noise models (jl.noise), got "
+                                f"{type(c).__name__}")
             flat.extend(c.components if isinstance(c, Sum) else [c])
         if len(flat) < 2:
             raise ValueError("a Sum needs at least two components")
@@ -308,9 +326,8 @@ class Sum(NoiseModel):
     def mean(self) -> float:
         return float(sum(c.mean() for c in self.components))
 
-    def sample(self, size, rng: RngLike = None):
-        gen = as_generator(rng)
-        return sum(c.sample(size, rng=gen) for c in self.components)
+    def _draw(self, size, gen):
+        return sum(c._draw(size, gen) for c in self.components)
 
     @property
     def atoms(self):

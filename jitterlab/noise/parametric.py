@@ -13,7 +13,6 @@ import math
 import numpy as np
 from scipy import special, stats
 
-from .._random import RngLike, as_generator
 from ._base import NoiseModel, check_positive, check_probability
 
 __all__ = ["Exponential", "Pareto", "Uniform"]
@@ -39,8 +38,8 @@ class _ScipyModel(NoiseModel):
     def mean(self) -> float:
         return float(self._frozen.mean())
 
-    def sample(self, size, rng: RngLike = None):
-        return self._frozen.rvs(size=size, random_state=as_generator(rng))
+    def _draw(self, size, gen):
+        return self._frozen.rvs(size=size, random_state=gen)
 
 
 class Exponential(_ScipyModel):
