@@ -27,7 +27,7 @@ import xarray as xr
 from scipy import stats
 
 from ._provenance import provenance_attrs
-from .bounds import tree_depth
+from .bounds import _depth_term
 from .maxofn import (
     DEFAULT_QUANTILES,
     _as_models,
@@ -219,7 +219,7 @@ def _from_model(model: NoiseModel, quantiles):
 # --------------------------------------------------------------------------------------
 def compare(predicted, measured, tau: float | None = None, n: int | None = None, *,
             quantiles: Sequence[float] | None = None, fanout: int = 2,
-            confidence: float = 0.95, variable: str | None = None,
+            depth: str = "tree", confidence: float = 0.95, variable: str | None = None,
             sample_dim: str = "sample", rank_dim: str = "rank") -> xr.Dataset:
     """Compare a predicted law of θ with measured samples of θ (per rank if given).
 
@@ -245,6 +245,9 @@ def compare(predicted, measured, tau: float | None = None, n: int | None = None,
         the Dataset otherwise. [-]
     fanout : int, default 2
         Children per node of the barrier tree. [-]
+    depth : {"tree", "paper"}
+        Depth D of the Theorem 1 interval, as in :func:`jitterlab.theorem1_bounds`:
+        "tree" (default) the complete tree's, "paper" Garg & De's log2((N + 1)/2).
     confidence : float, default 0.95
         Confidence level of the two-sided interval of the measured mean, on which the
         Theorem 1 verdict rests; strictly between 0 and 1. [-]
@@ -272,7 +275,8 @@ def compare(predicted, measured, tau: float | None = None, n: int | None = None,
     Notes
     -----
     Theorem 1 (Garg & De): E[max_i(w_i + δ_i)] <= E[θ] <= E[max_i(w_i + δ_i)] + 2τ·D,
-    with D the depth of the barrier tree (:func:`jitterlab.tree_depth`). The lower end
+    with D the depth of the barrier tree (:func:`jitterlab.tree_depth`, or the paper's
+    log2((N + 1)/2) with ``depth="paper"``). The lower end
     is the mean of ``predicted``, which should therefore be the law of the maximum.
 
     The check is a test of that interval hypothesis against the sampling error of the
@@ -321,6 +325,8 @@ def compare(predicted, measured, tau: float | None = None, n: int | None = None,
                         f"Dataset of jitterlab.max_of_n, got {type(predicted).__name__}")
     check_probability("quantiles", levels)
     confidence = _check_confidence(confidence)
+    if depth not in ("tree", "paper"):
+        raise ValueError(f"depth must be 'tree' or 'paper', got {depth!r}")
     if tau is not None:
         tau = check_positive("tau", tau, allow_zero=True)
         if n is None:
@@ -375,7 +381,8 @@ def compare(predicted, measured, tau: float | None = None, n: int | None = None,
              "tau": math.nan if tau is None else tau,
              "n": -1 if n is None else int(n), "confidence": confidence}
     if tau is not None:
-        depth = int(tree_depth(int(n), fanout))
+        d = float(_depth_term(np.array([int(n)]), int(fanout), depth)[0])
+        depth = int(d) if depth == "tree" else d
         upper = mean_p + 2.0 * tau * depth
         verdict = _theorem1_verdict(interval, mean_p, upper)
         data_vars.update(

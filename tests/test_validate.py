@@ -154,6 +154,22 @@ def test_false_alarm_rate_matches_the_confidence(tau, expected):
         assert set(result["theorem1_verdict"].values.tolist()) <= {"inside", "below"}
 
 
+def test_theorem1_depth_as_in_theorem1_bounds():
+    """N = 32 is not 2^k − 1: the complete tree has depth 5, the paper's log2(33/2) ≈ 4.04."""
+    law = MaxOfN(NOISE + WORK, n=32)
+    samples = law.sample(500, rng=8)
+    for depth in ("tree", "paper"):
+        result = compare(law, samples, tau=TAU, n=32, depth=depth)
+        bounds = jl.theorem1_bounds(NOISE + WORK, n=32, tau=TAU, depth=depth)
+        assert float(result["theorem1_upper"] - result["theorem1_lower"]) == pytest.approx(
+            float(bounds["round_trip"][0]), rel=1e-12)
+        assert result.attrs["depth"] == pytest.approx(float(bounds["depth"][0]))
+    assert compare(law, samples, tau=TAU, n=32).attrs["depth"] == 5
+    for tau in (TAU, None):
+        with pytest.raises(ValueError, match="depth must be 'tree' or 'paper'"):
+            compare(law, samples, tau=tau, n=32, depth="log")
+
+
 def test_predicted_dataset_from_max_of_n():
     ds = jl.max_of_n(NOISE + WORK, n=[7, 31], quantiles=[0.5, 0.9, 0.99])
     samples = MaxOfN(NOISE + WORK, n=31).sample(2000, rng=2)
