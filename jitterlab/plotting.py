@@ -47,7 +47,8 @@ def _quantile_values(ds: xr.Dataset, variable: str, level: float, label: str) ->
 
 def plot_max_of_n(results: Mapping[str, xr.Dataset], ax=None, per_work: float | None = None,
                   band: tuple[float, float] | None = None,
-                  band_label: str = "{label}: {low:g}–{high:g} quantile band", **kwargs):
+                  band_label: str = "{label}: {low:g}–{high:g} quantile band",
+                  band_step: str | None = None, **kwargs):
     """Plot E[max of N] against N on a logarithmic N axis, one line per result.
 
     Parameters
@@ -68,6 +69,11 @@ def plot_max_of_n(results: Mapping[str, xr.Dataset], ax=None, per_work: float | 
     band_label : str
         Legend entry of each band, formatted with ``label`` (the result's key), ``low``
         and ``high`` (the two levels).
+    band_step : {None, "post"}, optional
+        Draw the band as a step function of N ("post": each value holds until the next
+        N). Quantiles of a law with atoms (Bernoulli, a tick, a measured sample) jump
+        between integer N; give a dense N grid and ``"post"`` so that the jumps are
+        drawn as jumps, not as slanted wedges.
     **kwargs
         Passed to :meth:`~matplotlib.axes.Axes.plot` (or ``errorbar``) for every result,
         for example ``color="C0"`` or ``linestyle="--"``.
@@ -98,6 +104,8 @@ def plot_max_of_n(results: Mapping[str, xr.Dataset], ax=None, per_work: float | 
         raise ValueError(f"per_work must be a finite time > 0 [s], got {per_work!r}")
     if band is not None and len(band) != 2:
         raise ValueError(f"band must be two quantile levels, got {band!r}")
+    if band_step not in (None, "pre", "post", "mid"):
+        raise ValueError(f"band_step must be None, 'pre', 'post' or 'mid', got {band_step!r}")
     ax = _axes(ax)
     factor = 1.0 / per_work if per_work is not None else MICROSECONDS
     for label, ds in results.items():
@@ -118,7 +126,7 @@ def plot_max_of_n(results: Mapping[str, xr.Dataset], ax=None, per_work: float | 
         if band is not None and "quantiles" in ds:
             low = _quantile_values(ds, "quantiles", band[0], label) * factor
             high = _quantile_values(ds, "quantiles", band[1], label) * factor
-            ax.fill_between(n, low, high, color=color, alpha=0.2, linewidth=0,
+            ax.fill_between(n, low, high, color=color, alpha=0.2, linewidth=0, step=band_step,
                             label=band_label.format(label=label, low=band[0], high=band[1]))
     ax.set_xscale("log")
     ax.set_xlabel(N_LABEL)

@@ -72,6 +72,27 @@ def test_max_of_n_quantile_band(exact):
         plot_max_of_n({"exact": exact}, band=(0.5, 0.9))
 
 
+def test_max_of_n_band_as_steps_keeps_jumps_vertical():
+    # the median of the max of N Bernoulli draws jumps from 0 to the detour at one N:
+    # drawn with band_step="post" the band's lower edge holds 0 up to that N and rises
+    # vertically there (a vertex at (N_jump, 0) and one at (N_jump, 2000 µs)); without
+    # it the edge is a slanted line from (N_jump − 1, 0) to (N_jump, 2000 µs)
+    n = np.arange(1, 200)
+    ds = jl.max_of_n(jl.noise.Bernoulli(p=0.01, duration=2e-3), n=n, quantiles=[0.5, 0.99])
+    jump = int(n[np.argmax(ds["quantiles"].sel(quantile=0.5).values > 0)])
+
+    def lower_edge_at_jump(**kwargs):
+        ax = plot_max_of_n({"detour": ds}, band=(0.5, 0.99), **kwargs)
+        band = [c for c in ax.collections if isinstance(c, PolyCollection)][0]
+        vertices = band.get_paths()[0].vertices
+        return set(np.round(vertices[vertices[:, 0] == jump, 1], 6))
+
+    assert {0.0, 2000.0} <= lower_edge_at_jump(band_step="post")
+    assert 0.0 not in lower_edge_at_jump()
+    with pytest.raises(ValueError, match="band_step"):
+        plot_max_of_n({"detour": ds}, band=(0.5, 0.99), band_step="stairs")
+
+
 def test_max_of_n_per_work_is_dimensionless(exact):
     ax = plot_max_of_n({"exact": exact}, per_work=1e-3)
     np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), exact["mean"].values / 1e-3)
