@@ -6,6 +6,7 @@ and finite, the chunks, no overwrite without --force, and clear errors for bad i
 """
 
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -72,6 +73,7 @@ def test_file_structure_units_and_provenance(run):
     assert attrs["round_trips"] == ROUND_TRIPS and attrs["barriers"] == BARRIERS
     assert attrs["message_bytes"] == latency.MESSAGE_BYTES
     assert attrs["n_ranks"] == 2 and attrs["n_nodes"] == 1
+    assert attrs["n_cpus"] == os.cpu_count()
     assert attrs["oversubscribed"] is (N_CPUS < 2)
     assert attrs["complete"] is True and attrs["interrupted"] is False
     assert attrs["chunks"] == 3  # one pair, two blocks of barriers

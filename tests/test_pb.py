@@ -100,6 +100,7 @@ def test_result_structure_and_units(runs, name):
     assert attrs["work"] == WORK and attrs["duration"] == DURATION
     assert attrs["max_wait"] == (WORK if random_wait else 0.0)
     assert attrs["seed"] == 0 and attrs["n_ranks"] == 2 and attrs["n_nodes"] == 1
+    assert attrs["n_cpus"] == os.cpu_count()
     assert attrs["oversubscribed"] is (N_CPUS < 2)
     assert attrs["complete"] is True and attrs["pinned"] is True
     assert attrs["mpi_vendor"] and attrs["mpi_library_version"]

@@ -395,7 +395,8 @@ def parallel_benchmark(work: float, duration: float, output, random_wait: bool =
     the rank was pinned to, −1 if not pinned); attributes ``source``, ``work``,
     ``duration``, ``measured_duration``, ``random_wait``, ``broadcast``, ``max_wait``,
     ``seed``, ``chunk_seconds``, ``max_samples`` (if given), ``iterations`` and
-    ``samples`` (per rank), ``chunks``, ``n_ranks``, ``n_nodes``, ``oversubscribed``,
+    ``samples`` (per rank), ``chunks``, ``n_ranks``, ``n_nodes``, ``n_cpus`` (of rank 0's
+    host), ``oversubscribed``,
     ``pinned``, ``complete``, ``mpi_vendor``, ``mpi_vendor_version``,
     ``mpi_standard_version``, ``mpi_library_version``, ``mpi4py_version``, ``work_kernel``
     and the LCG constants, ``kernel``, ``os``, ``cpu_model`` (of rank 0's host),
