@@ -507,18 +507,18 @@ def _print_latency_summary(path: Path, dataset) -> None:
           f"pair{'s' * (dataset.sizes['pair'] != 1)} x "
           f"{dataset.sizes['exchange']} round trips of {attrs['message_bytes']} bytes, "
           f"{dataset.sizes['sample']} barriers")
-    if dataset.sizes["exchange"] == 0 or dataset.sizes["sample"] == 0:
-        print("(no complete ping-pong or barrier phase)")
-        return
     summary = summarize_latency(dataset)
     level = f"{summary.attrs['confidence']:.0%}"
-    for name, label in (("tau", "one-way latency tau (median ping-pong / 2)"),
-                        ("barrier_time", "empty barrier (median)")):
+    for name, label, dim in (("tau", "one-way latency tau (median ping-pong / 2)", "exchange"),
+                             ("barrier_time", "empty barrier (median)", "sample")):
+        if dataset.sizes[dim] == 0:
+            print(f"  {label}: not measured (the run stopped before)")
+            continue
         low, high = summary[f"{name}_ci"].values
+        mean = "tau_mean" if name == "tau" else "barrier_mean"
         print(f"  {label}: {_seconds(summary[name])} ± {_seconds(summary[f'{name}_se'])} "
-              f"(SE; {level} interval {_seconds(low)} to {_seconds(high)})")
-    print(f"  mean one-way latency {_seconds(summary['tau_mean'])}, mean barrier "
-          f"{_seconds(summary['barrier_mean'])} (noise included)")
+              f"(SE; {level} interval {_seconds(low)} to {_seconds(high)}); mean, noise "
+              f"included: {_seconds(summary[mean])}")
     if attrs.get("oversubscribed"):
         print("Note: more ranks than CPUs on a host: the ranks shared CPUs, so the times "
               "include waiting for descheduled ranks (see docs/measure.md).")

@@ -166,7 +166,7 @@ def test_bad_arguments_are_refused_before_mpi(tmp_path, kwargs, message):
 def _store(path, chunks, **metadata):
     base = {"source": latency.SOURCE, "n_ranks": 3, "frequency_hz": [1e9, 2e9, 1e9],
             "tsc_calibration_spread": [0.0, 0.0, 0.0], "host": ["a", "a", "b"],
-            "node": [0, 0, 1], "cpu": [0, 1, 0], "round_trips": 2, "barriers": 2,
+            "node": [0, 0, 1], "n_nodes": 2, "cpu": [0, 1, 0], "round_trips": 2, "barriers": 2,
             "message_bytes": 8, "oversubscribed": False}
     writer = _chunks.ChunkWriter(path, {**base, **metadata}, kind="latency")
     for chunk in chunks:
@@ -210,6 +210,21 @@ def test_chunks_become_a_dataset_and_round_trip(tmp_path):
     np.testing.assert_allclose(summary["tau_pair"], [1.5e-6, 1e-6, 1.75e-6])
     assert float(summary["barrier_time"]) == pytest.approx(2e-8)
     assert float(summary["tau_mean"]) == pytest.approx(8.5e-6 / 6)
+
+
+def test_interrupted_before_the_barriers(tmp_path, capsys):
+    store = tmp_path / "cut.nc.latency"
+    _store(store, [_pair(0, 1, [2000, 4000])])  # killed before the barrier loop
+    ds = latency.read_latency(store)
+    assert ds.sizes["sample"] == 0 and ds.attrs["complete"] is False
+    summary = latency.summarize_latency(ds)  # no warning about the empty barrier loop
+    assert float(summary["tau"]) == pytest.approx(1.5e-6)
+    assert np.isnan(float(summary["barrier_time"]))
+    assert np.isnan(summary["barrier_rank"].values).all()
+    assert main(["info", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert "latency (incomplete), 3 ranks" in out and "1.5 µs" in out
+    assert "empty barrier (median): not measured" in out
 
 
 def test_read_latency_errors(tmp_path):

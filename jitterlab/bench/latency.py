@@ -147,7 +147,7 @@ def target_problem(output, overwrite: bool = False) -> str | None:
     return _chunks.output_problem(output, store_path(output), KIND, "latency", overwrite)
 
 
-def check_arguments(output, round_trips, barriers) -> tuple[Path, int, int]:
+def _check_arguments(output, round_trips, barriers) -> tuple[Path, int, int]:
     """The checked arguments, or ValueError naming the bad one."""
     round_trips = check_integer("round_trips", round_trips, 1)
     barriers = check_integer("barriers", barriers, 1)
@@ -246,7 +246,7 @@ def latency_benchmark(output, round_trips: int = 1000, barriers: int = 10000, co
     ...     print(float(summarize_latency(ds)["tau"]))
     """
     requested = dict(round_trips=round_trips, barriers=barriers)
-    output, round_trips, barriers = check_arguments(output, round_trips, barriers)
+    output, round_trips, barriers = _check_arguments(output, round_trips, barriers)
     if command is None:
         command = "jitterlab.bench.latency.latency_benchmark(" + ", ".join(
             f"{key}={value!r}" for key, value in requested.items()) + f", output={str(output)!r})"
@@ -487,6 +487,13 @@ def _median_interval(values: np.ndarray, confidence: float) -> tuple[float, floa
     return float(np.median(values)), float(values[low]), float(values[high])
 
 
+def _row_medians(values: np.ndarray) -> np.ndarray:
+    """Median of each row; NaN for a row without samples (an interrupted run)."""
+    if values.shape[-1] == 0:
+        return np.full(values.shape[:-1], math.nan)
+    return np.median(values, axis=-1)
+
+
 def summarize_latency(dataset, confidence: float = 0.95):
     """τ from the ping-pong and the time of an empty barrier, with their uncertainty.
 
@@ -510,6 +517,9 @@ def summarize_latency(dataset, confidence: float = 0.95):
 
     Notes
     -----
+    A run interrupted before its barrier loop (or before any ping-pong) gives NaN for
+    what it did not measure.
+
     The median is the typical, undisturbed latency (a round trip hit by noise is counted
     in the noise δ of Theorem 1, not in τ); its interval comes from the order statistics
     m/2 ± z·√m/2 of the m sorted samples (distribution-free, for independent samples),
@@ -547,9 +557,9 @@ def summarize_latency(dataset, confidence: float = 0.95):
         variables[f"{mean_name}_se"] = (
             (), float(finite.std(ddof=1) / math.sqrt(finite.size)) if finite.size > 1
             else math.nan, {"units": "s", "long_name": f"standard error of the mean {what}"})
-    variables["tau_pair"] = ("pair", (dataset["ping_pong"] / 2).median("exchange").values,
+    variables["tau_pair"] = ("pair", _row_medians(dataset["ping_pong"].values) / 2,
                              {"units": "s", "long_name": "median one-way latency per pair"})
-    variables["barrier_rank"] = ("rank", dataset["barrier"].median("sample").values,
+    variables["barrier_rank"] = ("rank", _row_medians(dataset["barrier"].values),
                                  {"units": "s", "long_name": "median empty-barrier time per "
                                   "rank"})
     coords = {"ci_bound": ("ci_bound", ["lower", "upper"]),
