@@ -606,7 +606,8 @@ def provenance_markdown(manifest: dict) -> str:
                     f"{_seconds(s.get('median'))}, mean {_seconds(s.get('mean'))}, p99 "
                     f"{_seconds(s.get('p99'))}, max {_seconds(s.get('max'))}")
         elif entry["kind"] == "latency":
-            text = (f"{s.get('ranks')} ranks, {s.get('pairs')} pairs x "
+            text = (f"{s.get('ranks')} ranks, {s.get('pairs')} "
+                    f"pair{'s' * (s.get('pairs') != 1)} x "
                     f"{s.get('round_trips')} round trips, {s.get('barriers')} barriers: "
                     f"τ (median one-way) {_seconds(s.get('tau'))} ± "
                     f"{_seconds(s.get('tau_se'))}, empty barrier (median) "
