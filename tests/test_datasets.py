@@ -4,6 +4,7 @@ records and checksums, consistency with the package."""
 import hashlib
 import json
 import math
+import os
 import re
 import shutil
 
@@ -275,6 +276,22 @@ def test_load_latency(measurements, ranks):
     entry = next(e for e in json.loads((MEASURED / "manifest.json").read_text(
         encoding="utf-8"))["files"] if e["file"] == row.name)
     assert entry["summary"]["tau"] == pytest.approx(tau, rel=1e-12)
+
+
+def test_record_script_plans_the_shipped_latency_runs(measurements):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "record_measurements", datasets.DATA_DIR / "record_measurements.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    jobs = script.plan(script.parse_args(["--only", "latency"]))
+    assert [job["ranks"] for job in jobs] == list(LATENCY_RANKS)
+    for job in jobs:
+        row = measurements.loc[job["file"]]
+        assert script.shlex.join(job["argv"]) == row["command"]
+        assert job["oversubscribed"] == (job["ranks"] > os.cpu_count())
+        assert job["argv"][:3] == ["mpiexec", "-n", str(job["ranks"])]
 
 
 def test_missing_manifest_says_how_to_record(monkeypatch, tmp_path):
