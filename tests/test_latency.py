@@ -7,14 +7,16 @@ and finite, the chunks, no overwrite without --force, and clear errors for bad i
 
 import math
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import xarray as xr
-from test_pb import HAVE_MPI4PY, MPIEXEC, N_CPUS, X86, needs_mpi
+from test_pb import HAVE_MPI4PY, MPIEXEC, N_CPUS, X86, _alive, _descendants, needs_mpi
 
 from jitterlab.bench import _chunks, latency
 from jitterlab.cli import main
@@ -107,6 +109,43 @@ def test_no_overwrite_without_force(run):
     assert process.returncode == 2
     assert process.stderr.count("exists; pass --force") == 1  # rank 0 only
     assert output.read_bytes() == before
+
+
+@needs_mpi
+def test_killed_run_keeps_its_completed_chunks(tmp_path, capsys):
+    output = tmp_path / "killed.nc"
+    store = latency.store_path(output)
+    process = subprocess.Popen(latency_command(output, "--barriers", str(10**8)),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               cwd=tmp_path)
+    started = []
+    try:
+        deadline = time.monotonic() + 60
+        while not (store / "chunk-000002.npz").exists():
+            assert process.poll() is None, process.stderr.read().decode()
+            assert time.monotonic() < deadline, "the measurement did not start"
+            time.sleep(0.05)
+        started = _descendants(process.pid)  # the MPI proxy and the ranks
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        process.stderr.close()
+        deadline = time.monotonic() + 10
+        while any(_alive(pid) for pid in started) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for pid in started:  # the launcher normally takes its processes with it
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+    assert not output.exists()
+    ds = latency.read_latency(store)
+    chunks = len(list(store.glob("chunk-*.npz")))
+    assert ds.attrs["complete"] is False and ds.attrs["chunks"] == chunks >= 3
+    assert ds.sizes["pair"] == 1 and ds.sizes["exchange"] == 1000  # the default
+    assert ds.sizes["sample"] == (chunks - 1) * latency._BARRIER_CHUNK
+    assert float(latency.summarize_latency(ds)["tau"]) > 0
+    assert "earlier (perhaps interrupted) run" in latency.target_problem(output)
+    assert main(["info", str(store)]) == 0
+    assert "latency (incomplete), 2 ranks" in capsys.readouterr().out
 
 
 @needs_mpi
