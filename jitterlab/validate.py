@@ -164,13 +164,23 @@ def _measured_array(measured, variable, sample_dim, rank_dim) -> xr.DataArray:
                      f"{values.shape}")
 
 
-def _clean(samples: np.ndarray, where: str) -> np.ndarray:
-    values = samples[~np.isnan(samples)]
-    if values.size == 0:
+def _clean(samples: np.ndarray, where: str, padded: bool) -> np.ndarray:
+    """The sorted samples; with ``padded`` a rank may end in NaN padding (ragged ranks)."""
+    missing = np.isnan(samples)
+    if padded and missing.any():
+        first = int(np.argmax(missing))
+        if not missing[first:].all():
+            raise ValueError(f"{where}: NaN at sample {first} before measured samples; "
+                             "NaN is accepted only as padding at the end of a rank")
+        samples, missing = samples[:first], missing[:first]
+    if samples.size == 0 or missing.all():
         raise ValueError(f"{where}: no measured samples (all NaN or empty)")
-    if not np.isfinite(values).all():
+    if missing.any():
+        raise ValueError(f"{where}: contains NaN at sample {int(np.argmax(missing))}; "
+                         "remove missing iterations before comparing")
+    if not np.isfinite(samples).all():
         raise ValueError(f"{where}: measured samples must be finite")
-    return np.sort(values)
+    return np.sort(samples)
 
 
 # --------------------------------------------------------------------------------------
@@ -196,7 +206,7 @@ def _from_dataset(ds: xr.Dataset, n, quantiles):
     if quantiles is None:
         levels = available.astype(np.float64)
     else:
-        levels = np.asarray(quantiles, dtype=np.float64).ravel()
+        levels = check_probability("quantiles", quantiles).ravel()
         missing = [q for q in levels.tolist() if not np.isclose(available, q).any()]
         if missing:
             raise ValueError(f"the predicted Dataset has no quantile levels {missing}; it "
@@ -209,8 +219,8 @@ def _from_dataset(ds: xr.Dataset, n, quantiles):
 
 
 def _from_model(model: NoiseModel, quantiles):
-    levels = np.asarray(DEFAULT_QUANTILES if quantiles is None else quantiles,
-                        dtype=np.float64).ravel()
+    levels = check_probability("quantiles", DEFAULT_QUANTILES if quantiles is None
+                               else quantiles).ravel()
     return model.mean(), levels, model.ppf(levels), model.cdf, None, model.describe()
 
 
@@ -232,8 +242,8 @@ def compare(predicted, measured, tau: float | None = None, n: int | None = None,
         possible and reports NaN).
     measured : array_like, Empirical, xarray.DataArray or xarray.Dataset
         Measured θ samples: 1-D, or 2-D with a ``rank`` dimension (a numpy 2-D array
-        is read as (rank, sample)); NaNs are ignored (ranks may have different
-        numbers of samples). [s]
+        is read as (rank, sample)). NaN is refused, except as padding at the end of a
+        rank (ranks may have different numbers of samples). [s]
     tau : float, optional
         One-way latency of a barrier-tree edge; with ``n``, the measured mean is
         checked against the Theorem 1 interval. [s]
@@ -341,8 +351,8 @@ def compare(predicted, measured, tau: float | None = None, n: int | None = None,
     ks, pvalues = np.full(n_rows, math.nan), np.full(n_rows, math.nan)
     quant_m = np.empty((n_rows, levels.size))
     for i in range(n_rows):
-        where = "measured" if labels[i] is None else f"measured rank {labels[i]!r}"
-        values = _clean(blocks[i], where)
+        where = "measured" if labels[i] is None else f"measured rank {_plain(labels[i])!r}"
+        values = _clean(blocks[i], where, padded=per_rank)
         counts[i] = values.size
         means[i] = values.mean()
         ses[i] = values.std(ddof=1) / math.sqrt(values.size) if values.size > 1 else math.nan
@@ -445,8 +455,15 @@ def robust_z_scores(values) -> tuple[np.ndarray, float, float]:
     NaNs are ignored in the median and MAD and give NaN. When more than half of the
     values are equal (MAD = 0) the scale is the mean absolute deviation × √(π/2); when
     all are equal every score is 0.
+
+    Raises
+    ------
+    ValueError
+        If ``values`` is empty.
     """
     values = np.asarray(values, dtype=np.float64)
+    if values.size == 0:
+        raise ValueError("values is empty; robust z-scores need at least one value")
     finite = values[~np.isnan(values)]
     if finite.size == 0:
         return np.full(values.shape, math.nan), math.nan, math.nan

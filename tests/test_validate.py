@@ -310,3 +310,33 @@ def test_robust_z_scores():
     assert math.isnan(scores[-1])
     scores, _, scale = robust_z_scores([2.0, 2.0])
     assert scale == 0.0 and np.all(scores == 0)
+
+
+def test_compare_refuses_nan_except_as_padding_at_the_end_of_a_rank():
+    law = MaxOfN(NOISE + WORK, n=3)
+    with pytest.raises(ValueError, match=r"measured: contains NaN at sample 1"):
+        compare(law, [1e-3, math.nan, 2e-3])
+    with pytest.raises(ValueError, match=r"measured: contains NaN"):
+        compare(law, [1e-3, math.nan])  # trailing NaN of a single set: still a gap
+    padded = np.array([[1e-3, 2e-3, 3e-3], [1e-3, 2e-3, math.nan]])
+    assert compare(law, padded)["n_samples"].values.tolist() == [3, 2]
+    holed = np.array([[1e-3, 2e-3, 3e-3], [1e-3, math.nan, 2e-3]])
+    with pytest.raises(ValueError, match=r"measured rank 1: NaN at sample 1 before"):
+        compare(law, holed)
+
+
+def test_compare_names_quantiles_when_a_level_is_not_a_probability():
+    law = MaxOfN(NOISE + WORK, n=3)
+    for bad in ([2.0], [math.nan], [-0.1]):
+        with pytest.raises(ValueError, match=r"^quantiles must lie in \[0, 1\]"):
+            compare(law, [1e-3, 2e-3], quantiles=bad)
+    ds = jl.max_of_n(NOISE + WORK, n=3, quantiles=[0.5])
+    with pytest.raises(ValueError, match=r"^quantiles must lie"):
+        compare(ds, [1e-3, 2e-3], quantiles=[2.0])
+
+
+def test_robust_z_scores_of_nothing_is_an_error_without_warnings():
+    with pytest.raises(ValueError, match=r"^values is empty"):
+        robust_z_scores([])
+    scores, centre, scale = robust_z_scores([math.nan, math.nan])  # no finite value: NaN
+    assert np.isnan(scores).all() and math.isnan(centre) and math.isnan(scale)
