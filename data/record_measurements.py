@@ -13,16 +13,24 @@ disturbs another:
 2. **FWQ samples** for Garg & De's (2006) work quanta w = 300 µs, 13 ms and 83 ms
    (§3.3, §4.2) on one CPU, about ``--fwq-seconds`` of samples each.
 3. **Parallel Benchmark** (Garg & De 2006, Algorithm 1), w = ``--pb-work`` (300 µs):
-   2 ranks with the random wait and the broadcast; 2 ranks without either (the set-up
-   of their Fig. 3/4 comparison); and 4 and 8 ranks. On a machine with fewer CPUs than
-   ranks those runs are *oversubscribed*: the ranks take turns on the CPUs, so their
-   noise is not independent across processes (the assumption of Theorem 1). The
+   2 ranks in the four set-ups of the random wait (line 2) and the broadcast (line 10)
+   — both on (Algorithm 1 as printed, their Fig. 3), random wait without broadcast
+   (their Fig. 4), broadcast without random wait (the two-process effect of their
+   Fig. 5) and neither —; and 4 and 8 ranks with both. On a machine with fewer CPUs
+   than ranks those runs are *oversubscribed*: the ranks take turns on the CPUs, so
+   their noise is not independent across processes (the assumption of Theorem 1). The
    manifest marks them so.
 4. **Latency** (``jitterlab measure latency``) for 2, 4 and 8 ranks: ping-pong round trips
    between every pair of ranks (the one-way latency τ of Garg & De's Theorem 1 is half a
    round trip) and a loop of empty barriers, so that τ is measured apart from the PB runs
    it is compared with. The 4- and 8-rank runs are oversubscribed on a 2-CPU machine and
    marked so.
+5. **A jitSim session** (De & Mann 2010, §4.1, Fig. 7): detour traces of every CPU
+   (``--session-detour-seconds``, default 30 s each) and, right after them, the
+   compute–barrier loop of jitSim — the Parallel Benchmark without random wait and
+   broadcast — at 1, 2, 4 and 8 ranks (``--session-pb-seconds``, default 20 s each), so
+   that the simulation is fed with traces of the same machine in the same session as
+   the real runs it is compared with. Its files have the variant ``"session"``.
 
 Each file gets an entry in ``data/measured/manifest.json`` (machine-readable: what it
 is, machine — CPU model, number of CPUs, host, kernel — from the file's own attributes,
@@ -38,6 +46,8 @@ Usage (from the repository root, with jitterlab installed, e.g. in ``.venv``)::
     python data/record_measurements.py --quick      # a few seconds each (development)
     python data/record_measurements.py --only fwq pb            # re-record some kinds
     python data/record_measurements.py --only latency           # add or redo latency only
+    python data/record_measurements.py --only pb --variants no_bcast no_wait  # some PB runs
+    python data/record_measurements.py --only session           # jitSim Fig. 7 session
     python data/record_measurements.py --cpus 1 --detour-seconds 120
     python data/record_measurements.py --dry-run    # print the commands only
 
@@ -52,8 +62,11 @@ Stored files (names do not depend on the durations):
   jitter traces in CPU cycles (Parquet, zstd), read by ``jitterlab.read_trace``.
 * ``fwq_cpu<C>_w<W>.nc`` — FWQ samples (netCDF), read by
   ``jitterlab.bench.read_fwq_samples``.
-* ``pb_<R>ranks_w<W>[_no_wait_no_bcast].nc`` — PB runs (netCDF), read by
-  ``jitterlab.bench.read_pb``.
+* ``pb_<R>ranks_w<W>[_<variant>].nc`` — PB runs (netCDF), read by
+  ``jitterlab.bench.read_pb``; the variants ``no_wait_no_bcast``, ``no_bcast``,
+  ``no_wait`` name what is switched off.
+* ``detour_cpu<C>_session.parquet``, ``pb_<R>ranks_w<W>_session.nc`` — the jitSim
+  session (step 5).
 * ``latency_<R>ranks.nc`` — latency runs (netCDF), read by
   ``jitterlab.bench.read_latency``.
 
@@ -101,8 +114,24 @@ PROVENANCE = "PROVENANCE.md"
 MANIFEST_FORMAT = "jitterlab measurements manifest"
 MANIFEST_VERSION = 1
 KINDS = ("detour", "fwq", "pb", "latency")
+#: recording steps (``--only``): one per kind, and the jitSim session (detour + pb files)
+STEPS = (*KINDS, "session")
 #: variants of each kind, in the order the manifest lists them
-VARIANTS = ("fixed_threshold", "default_threshold", "lcg", "default", "no_wait_no_bcast")
+VARIANTS = ("fixed_threshold", "default_threshold", "lcg", "default", "no_wait_no_bcast",
+            "no_bcast", "no_wait", "session")
+#: PB set-ups: variant -> (benchmark flags, what they mean); the 2-rank runs cover all
+PB_SETUPS = {
+    "default": ([], "with the random wait and the broadcast of Algorithm 1 (Garg & De "
+                "Fig. 3)"),
+    "no_wait_no_bcast": (["--no-random-wait", "--no-broadcast"],
+                         "without the random wait and the broadcast"),
+    "no_bcast": (["--no-broadcast"], "with the random wait, without the broadcast (Garg & "
+                 "De Fig. 4)"),
+    "no_wait": (["--no-random-wait"], "with the broadcast, without the random wait (the "
+                "two-process effect of Garg & De Fig. 5)"),
+}
+#: ranks of the jitSim session's compute-barrier loops (De & Mann 2010, Fig. 7)
+SESSION_RANKS = (1, 2, 4, 8)
 #: Garg & De's work quanta: 300 µs (Fig. 6-9, 11), 13 ms (Fig. 11), 83 ms (Fig. 6)
 FWQ_WORKS = (300e-6, 13e-3, 83e-3)
 #: ranks of the PB runs; those above the number of CPUs are oversubscribed
@@ -110,9 +139,11 @@ PB_RANKS = (2, 4, 8)
 #: ranks of the latency runs (those above the number of CPUs are oversubscribed)
 LATENCY_RANKS = (2, 4, 8)
 QUICK = {"detour_seconds": 3.0, "default_threshold_seconds": 2.0, "fwq_seconds": 3.0,
-         "pb_seconds": 5.0, "latency_round_trips": 200, "latency_barriers": 1000}
+         "pb_seconds": 5.0, "latency_round_trips": 200, "latency_barriers": 1000,
+         "session_detour_seconds": 3.0, "session_pb_seconds": 3.0}
 FULL = {"detour_seconds": 60.0, "default_threshold_seconds": 5.0, "fwq_seconds": 60.0,
-        "pb_seconds": 60.0, "latency_round_trips": 1000, "latency_barriers": 5000}
+        "pb_seconds": 60.0, "latency_round_trips": 1000, "latency_barriers": 5000,
+        "session_detour_seconds": 30.0, "session_pb_seconds": 20.0}
 #: fewest FWQ samples per quantum, whatever the duration
 MIN_FWQ_SAMPLES = 30
 
@@ -288,18 +319,12 @@ def plan(args) -> list[dict]:
     threshold_ns = args.threshold_ns
     if "detour" in args.only:
         for cpu in args.cpus:
-            name = f"detour_cpu{cpu}_thr{threshold_ns:g}ns.parquet"
-            jobs.append({
-                "file": name, "kind": "detour", "variant": "fixed_threshold", "cpu": cpu,
-                "threshold": threshold_ns * 1e-9, "duration": args.detour_seconds,
-                "argv": [jitterlab, "measure", "detour", "--duration",
-                         f"{args.detour_seconds:g}", "--cpu", str(cpu), "--threshold",
-                         f"{threshold_ns:g}", "--output", name, "--force"],
-                "description": f"detour trace of CPU {cpu}: every iteration of a busy loop "
-                               f"over the timestamp counter longer than {threshold_ns:g} ns "
-                               "(start, duration), as a jitSim-style (jitter, gap) trace",
-                "units": {"jitter": "cycles", "gap": "cycles"},
-                "loader": f"jitterlab.datasets.load_detour(cpu={cpu})"})
+            jobs.append(detour_job(
+                cpu, "fixed_threshold", f"detour_cpu{cpu}_thr{threshold_ns:g}ns.parquet",
+                threshold_ns, args.detour_seconds,
+                f"detour trace of CPU {cpu}: every iteration of a busy loop over the "
+                f"timestamp counter longer than {threshold_ns:g} ns (start, duration), as a "
+                "jitSim-style (jitter, gap) trace"))
         for cpu in args.cpus:
             name = f"detour_cpu{cpu}_default_threshold.parquet"
             jobs.append({
@@ -330,34 +355,11 @@ def plan(args) -> list[dict]:
                 "units": {"iteration_time": "s"},
                 "loader": f"jitterlab.datasets.load_fwq({work:g})"})
     if "pb" in args.only:
-        work = args.pb_work
-        label = time_label(work)
-        runs = [(2, "default")] + [(2, "no_wait_no_bcast")] + [
+        runs = [(2, variant) for variant in PB_SETUPS] + [
             (ranks, "default") for ranks in PB_RANKS if ranks != 2]
         for ranks, variant in runs:
-            suffix = "" if variant == "default" else "_no_wait_no_bcast"
-            name = f"pb_{ranks}ranks_w{label}{suffix}.nc"
-            flags = [] if variant == "default" else ["--no-random-wait", "--no-broadcast"]
-            oversubscribed = ranks > (os.cpu_count() or 1)
-            what = ("with the random wait and the broadcast of Algorithm 1"
-                    if variant == "default" else "without the random wait and the broadcast")
-            description = (f"Parallel Benchmark (Garg & De 2006, Algorithm 1), {ranks} "
-                           f"ranks, w = {time_text(work)}, {what}")
-            if oversubscribed:
-                description += (f"; OVERSUBSCRIBED: {ranks} ranks on {os.cpu_count()} CPUs, "
-                                "so the ranks take turns and their noise is not independent")
-            jobs.append({
-                "file": name, "kind": "pb", "variant": variant, "ranks": ranks,
-                "work": work, "duration": args.pb_seconds, "oversubscribed": oversubscribed,
-                "max_samples": args.pb_max_samples,
-                "argv": [mpiexec, "-n", str(ranks), jitterlab, "measure", "pb", "--work",
-                         f"{work:g}", "--duration", f"{args.pb_seconds:g}", "--max-samples",
-                         str(args.pb_max_samples), "--output", name, *flags, "--force"],
-                "description": description,
-                "units": {"compute": "s", "barrier": "s", "iteration": "s"},
-                "loader": (f"jitterlab.datasets.load_pb(ranks={ranks}"
-                           + ("" if variant == "default" else f", variant={variant!r}")
-                           + ")")})
+            jobs.append(pb_job(ranks, variant, args.pb_work, args.pb_seconds,
+                               args.pb_max_samples, PB_SETUPS[variant]))
     if "latency" in args.only:
         for ranks in LATENCY_RANKS:
             name = f"latency_{ranks}ranks.nc"
@@ -379,6 +381,75 @@ def plan(args) -> list[dict]:
                 "description": description,
                 "units": {"ping_pong": "s", "barrier": "s"},
                 "loader": f"jitterlab.datasets.load_latency(ranks={ranks})"})
+    if "session" in args.only:
+        jobs += session_jobs(args)
+    if args.variants:
+        jobs = [job for job in jobs if job["variant"] in args.variants]
+        if not jobs:
+            sys.exit(f"record_measurements: no measurement of {', '.join(args.only)} has a "
+                     f"variant in {args.variants}")
+    return jobs
+
+
+def detour_job(cpu: int, variant: str, name: str, threshold_ns: float, seconds: float,
+               description: str) -> dict:
+    """One detour trace of one CPU at a fixed threshold."""
+    return {
+        "file": name, "kind": "detour", "variant": variant, "cpu": cpu,
+        "threshold": threshold_ns * 1e-9, "duration": seconds,
+        "argv": ["jitterlab", "measure", "detour", "--duration", f"{seconds:g}", "--cpu",
+                 str(cpu), "--threshold", f"{threshold_ns:g}", "--output", name, "--force"],
+        "description": description,
+        "units": {"jitter": "cycles", "gap": "cycles"},
+        "loader": (f"jitterlab.datasets.load_detour(cpu={cpu}"
+                   + ("" if variant == "fixed_threshold" else f", variant={variant!r}") + ")")}
+
+
+def pb_job(ranks: int, variant: str, work: float, seconds: float, max_samples: int,
+           setup: tuple[list[str], str], note: str = "") -> dict:
+    """One Parallel Benchmark run under ``mpiexec -n ranks``."""
+    flags, what = setup
+    suffix = "" if variant == "default" else f"_{variant}"
+    name = f"pb_{ranks}ranks_w{time_label(work)}{suffix}.nc"
+    oversubscribed = ranks > (os.cpu_count() or 1)
+    description = (f"Parallel Benchmark (Garg & De 2006, Algorithm 1), {ranks} "
+                   f"rank{'s' * (ranks != 1)}, w = {time_text(work)}, {what}{note}")
+    if oversubscribed:
+        description += (f"; OVERSUBSCRIBED: {ranks} ranks on {os.cpu_count()} CPUs, "
+                        "so the ranks take turns and their noise is not independent")
+    return {
+        "file": name, "kind": "pb", "variant": variant, "ranks": ranks,
+        "work": work, "duration": seconds, "oversubscribed": oversubscribed,
+        "max_samples": max_samples,
+        "argv": ["mpiexec", "-n", str(ranks), "jitterlab", "measure", "pb", "--work",
+                 f"{work:g}", "--duration", f"{seconds:g}", "--max-samples",
+                 str(max_samples), "--output", name, *flags, "--force"],
+        "description": description,
+        "units": {"compute": "s", "barrier": "s", "iteration": "s"},
+        "loader": (f"jitterlab.datasets.load_pb(ranks={ranks}"
+                   + ("" if variant == "default" else f", variant={variant!r}") + ")")}
+
+
+def session_jobs(args) -> list[dict]:
+    """The jitSim session (De & Mann 2010, §4.1, Fig. 7): a detour trace of every CPU,
+    then the compute-barrier loop (PB without random wait and broadcast) at 1, 2, 4 and
+    8 ranks, one right after the other."""
+    jobs = []
+    threshold_ns = args.threshold_ns
+    for cpu in args.cpus:
+        jobs.append(detour_job(
+            cpu, "session", f"detour_cpu{cpu}_session.parquet", threshold_ns,
+            args.session_detour_seconds,
+            f"detour trace of CPU {cpu} (threshold {threshold_ns:g} ns) of the jitSim "
+            "session: recorded right before the session's compute-barrier loops, to feed "
+            "jitterlab.simulate (De & Mann 2010, Fig. 7)"))
+    loop = (["--no-random-wait", "--no-broadcast"],
+            "the compute-barrier loop of jitSim (no random wait, no broadcast)")
+    for ranks in SESSION_RANKS:
+        jobs.append(pb_job(ranks, "session", args.pb_work, args.session_pb_seconds,
+                           args.session_max_samples, loop,
+                           note=", recorded right after the session's detour traces "
+                                "(De & Mann 2010, Fig. 7)"))
     return jobs
 
 
@@ -636,9 +707,13 @@ def parse_args(argv=None):
     parser.add_argument("--quick", action="store_true",
                         help="a few seconds per benchmark, for development; marked in the "
                         "manifest")
-    parser.add_argument("--only", nargs="+", choices=KINDS, default=list(KINDS),
-                        help="record only these kinds; the other entries of an existing "
-                        "manifest are kept")
+    parser.add_argument("--only", nargs="+", choices=STEPS, default=list(STEPS),
+                        help="record only these steps (a kind of measurement, or the jitSim "
+                        "session); the other entries of an existing manifest are kept")
+    parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=None,
+                        help="of the steps chosen, record only the files of these variants "
+                        "(e.g. --only pb --variants no_bcast no_wait); the other entries "
+                        "are kept")
     parser.add_argument("--cpus", type=lambda s: [int(c) for c in s.split(",")],
                         default=None,
                         help="comma-separated CPUs for the detour traces (default: every "
@@ -667,6 +742,14 @@ def parse_args(argv=None):
                         "(default 1000)")
     parser.add_argument("--latency-barriers", type=int, default=None,
                         help="empty barriers of each latency run (default 5000)")
+    parser.add_argument("--session-detour-seconds", type=float, default=None,
+                        help="length of each detour trace of the jitSim session (default 30)")
+    parser.add_argument("--session-pb-seconds", type=float, default=None,
+                        help="length of each compute-barrier loop of the jitSim session "
+                        "(default 20)")
+    parser.add_argument("--session-max-samples", type=int, default=1000,
+                        help="raw samples kept per rank of each session loop (its "
+                        "histograms count every iteration; default 1000)")
     parser.add_argument("--output", type=Path, default=OUTPUT,
                         help=f"folder of the measurements (default {OUTPUT.relative_to(ROOT)})")
     parser.add_argument("--dry-run", action="store_true",
@@ -699,7 +782,7 @@ def main(argv=None) -> int:
 
     manifest = read_manifest(output)
     host = platform.node()
-    partial = set(args.only) != set(KINDS)
+    partial = set(args.only) != set(STEPS) or bool(args.variants)
     if (manifest is not None and partial
             and manifest.get("machine", {}).get("host") != host):
         sys.exit(f"record_measurements: {output / MANIFEST} describes host "
@@ -720,7 +803,7 @@ def main(argv=None) -> int:
     manifest.update({
         "recorded_with": recorded_with, "jitterlab_version": jl.__version__,
         **git_revision(), "python": platform.python_version(),
-        "mpi": (mpi_version() if {"pb", "latency"} & set(args.only)
+        "mpi": (mpi_version() if {"pb", "latency", "session"} & set(args.only)
                 else manifest.get("mpi")),
     })
     recorded = set()

@@ -7,7 +7,9 @@ The files live in the ``data/`` folder next to the package (a source checkout):
   :func:`load_paper_values`.
 * ``data/measured/`` — measurements of one machine made with jitterlab's own benchmarks
   (detour traces, FWQ samples, Parallel Benchmark runs), recorded by
-  ``python data/record_measurements.py``. ``data/measured/manifest.json`` lists every
+  ``python data/record_measurements.py``, among them a *jitSim session* (detour traces
+  of every CPU and, right after them, compute-barrier loops at 1-8 ranks, variant
+  ``"session"``). ``data/measured/manifest.json`` lists every
   file with what it is, the machine, the date, the exact command, the units and its
   SHA-256; ``data/measured/PROVENANCE.md`` says the same for people.
   :func:`list_measurements`, :func:`load_detour`, :func:`load_fwq`, :func:`load_pb`,
@@ -25,6 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 __all__ = ["DATA_DIR", "PAPER_VALUE_COLUMNS", "MEASUREMENT_COLUMNS", "RECORD_COMMAND",
+           "DETOUR_VARIANTS", "PB_VARIANTS",
            "load_paper_values", "list_measurements", "measurement_path", "load_detour",
            "load_fwq", "load_pb", "load_latency"]
 
@@ -48,6 +51,10 @@ MEASUREMENT_COLUMNS = ("file", "kind", "variant", "cpu", "ranks", "work", "thres
                        "duration", "quick", "oversubscribed", "collected_at", "host",
                        "cpu_model", "n_cpus", "kernel", "bytes", "sha256", "command",
                        "description")
+
+#: variants of the shipped detour traces and Parallel Benchmark runs
+DETOUR_VARIANTS = ("fixed_threshold", "default_threshold", "session")
+PB_VARIANTS = ("default", "no_wait_no_bcast", "no_bcast", "no_wait", "session")
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
@@ -142,17 +149,15 @@ def list_measurements() -> pd.DataFrame:
     pandas.DataFrame
         Indexed by ``file`` (the name inside ``data/measured/``), with the columns of
         :data:`MEASUREMENT_COLUMNS`: ``kind`` (``"detour"``, ``"fwq"``, ``"pb"`` or
-        ``"latency"``),
-        ``variant`` (``"fixed_threshold"`` or ``"default_threshold"`` for detour
-        traces, ``"default"`` or ``"no_wait_no_bcast"`` for PB runs, ``"default"`` for
-        latency runs), ``cpu`` (detour and FWQ), ``ranks`` (PB and latency), ``work`` [s]
-        (FWQ and PB), ``threshold`` [s]
-        (detour), ``duration`` (requested) [s], ``quick`` (recorded with ``--quick``:
-        a few seconds, for development only), ``oversubscribed`` (PB and latency runs
-        with more ranks than CPUs: the noise of the ranks is not independent),
-        ``collected_at`` (ISO
-        UTC), ``host``, ``cpu_model``, ``n_cpus``, ``kernel``, ``bytes``, ``sha256``,
-        ``command`` (exactly as run) and ``description``. ``df.attrs`` holds the
+        ``"latency"``), ``variant`` (one of :data:`DETOUR_VARIANTS` for detour traces,
+        of :data:`PB_VARIANTS` for PB runs, ``"default"`` for latency runs), ``cpu``
+        (detour and FWQ), ``ranks`` (PB and latency), ``work`` [s] (FWQ and PB),
+        ``threshold`` [s] (detour), ``duration`` (requested) [s], ``quick`` (recorded
+        with ``--quick``: a few seconds, for development only), ``oversubscribed``
+        (PB and latency runs with more ranks than CPUs: the noise of the ranks is not
+        independent), ``collected_at`` (ISO UTC), ``host``, ``cpu_model``,
+        ``n_cpus``, ``kernel``, ``bytes``, ``sha256``, ``command`` (exactly as run) and
+        ``description``. ``df.attrs`` holds the
         manifest's top-level entries (the recording command, the machine, the
         jitterlab version and commit) and ``path``.
 
@@ -275,10 +280,13 @@ def load_detour(cpu: int = 0, variant: str = "fixed_threshold"):
     ----------
     cpu : int, default 0
         The CPU the busy loop was pinned to.
-    variant : {"fixed_threshold", "default_threshold"}
+    variant : {"fixed_threshold", "default_threshold", "session"}
         ``"fixed_threshold"``: the main trace, at the fixed threshold of the recording
         (300 ns, as the sysjitter reference run); ``"default_threshold"``: a shorter run
-        at jitterlab's default threshold, max(10·t_min, 4·median loop time).
+        at jitterlab's default threshold, max(10·t_min, 4·median loop time);
+        ``"session"``: the trace of the jitSim session, recorded right before the
+        session's compute-barrier loops (``load_pb(ranks, "session")``), at the fixed
+        threshold.
 
     Returns
     -------
@@ -297,9 +305,8 @@ def load_detour(cpu: int = 0, variant: str = "fixed_threshold"):
     """
     from .io import read_trace
 
-    if variant not in ("fixed_threshold", "default_threshold"):
-        raise ValueError(f"variant must be 'fixed_threshold' or 'default_threshold', "
-                         f"got {variant!r}")
+    if variant not in DETOUR_VARIANTS:
+        raise ValueError(f"variant must be one of {DETOUR_VARIANTS}, got {variant!r}")
     entry = _select("detour", "detour trace", cpu=int(cpu), variant=variant)
     return read_trace(measurement_path(entry))
 
@@ -343,10 +350,14 @@ def load_pb(ranks: int = 2, variant: str = "default"):
     ranks : int, default 2
         Number of MPI processes. Runs with more ranks than the machine has CPUs are
         marked ``oversubscribed`` (their noise is not independent across ranks).
-    variant : {"default", "no_wait_no_bcast"}
-        ``"default"``: with the random wait and the broadcast of Algorithm 1;
-        ``"no_wait_no_bcast"``: without either (the set-up of Garg & De's Fig. 3/4
-        comparison).
+    variant : {"default", "no_wait_no_bcast", "no_bcast", "no_wait", "session"}
+        ``"default"``: with the random wait and the broadcast of Algorithm 1 (Garg &
+        De's Fig. 3); ``"no_bcast"``: with the random wait, without the broadcast
+        (their Fig. 4); ``"no_wait"``: with the broadcast, without the random wait (the
+        two-process effect of their Fig. 5); ``"no_wait_no_bcast"``: without either;
+        ``"session"``: the compute-barrier loop (no wait, no broadcast) of the jitSim
+        session, at 1, 2, 4 or 8 ranks, recorded right after the session's detour traces
+        (``load_detour(cpu, "session")``).
 
     Returns
     -------
@@ -365,8 +376,8 @@ def load_pb(ranks: int = 2, variant: str = "default"):
     """
     from .bench import read_pb
 
-    if variant not in ("default", "no_wait_no_bcast"):
-        raise ValueError(f"variant must be 'default' or 'no_wait_no_bcast', got {variant!r}")
+    if variant not in PB_VARIANTS:
+        raise ValueError(f"variant must be one of {PB_VARIANTS}, got {variant!r}")
     entry = _select("pb", "Parallel Benchmark run", ranks=int(ranks), variant=variant)
     return read_pb(measurement_path(entry))
 
