@@ -26,7 +26,9 @@ import pandas as pd
 import xarray as xr
 from scipy import stats
 
+from ._checks import check_integer
 from ._provenance import provenance_attrs
+from ._random import RngLike, as_generator
 from .bounds import _depth_term
 from .maxofn import (
     DEFAULT_QUANTILES,
@@ -41,7 +43,7 @@ from .maxofn import (
 from .noise import Discrete, Empirical, NoiseModel
 from .noise._base import check_positive, check_probability
 
-__all__ = ["MaxOfN", "compare", "find_anomalies", "robust_z_scores"]
+__all__ = ["MaxOfN", "check_independence", "compare", "find_anomalies", "robust_z_scores"]
 
 #: 1/Φ⁻¹(3/4): makes the median absolute deviation estimate a normal standard deviation
 MAD_TO_SD = 1.482602218505602
@@ -604,3 +606,299 @@ def find_anomalies(ds, quantile: float = 0.99, variable: str = "compute",
 
 def _plain(value):
     return value.item() if isinstance(value, np.generic) else value
+
+
+# --------------------------------------------------------------------------------------
+# independence across ranks
+# --------------------------------------------------------------------------------------
+#: levels of the pooled samples used as default thresholds of the joint-exceedance test
+DEFAULT_EXCEEDANCE_LEVELS = (0.5, 0.75, 0.9, 0.95, 0.99)
+
+
+def _paired_samples(samples, variable, sample_dim, rank_dim) -> xr.DataArray:
+    """(rank, sample) samples of the iterations that every rank measured."""
+    if isinstance(samples, xr.Dataset):
+        if variable not in samples:
+            raise ValueError(f"samples has no variable {variable!r}; it has "
+                             f"{list(samples.data_vars)}")
+        samples = samples[variable]
+    if isinstance(samples, xr.DataArray):
+        if set(samples.dims) != {rank_dim, sample_dim}:
+            raise ValueError(f"samples must have dims ({rank_dim!r}, {sample_dim!r}), got "
+                             f"{samples.dims}")
+        array = samples.astype(np.float64).transpose(rank_dim, sample_dim)
+    else:
+        try:
+            values = np.asarray(samples, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError("samples must be an xarray Dataset or DataArray with dims "
+                            f"({rank_dim!r}, {sample_dim!r}) or a 2-D array (rank, sample), "
+                            f"got {type(samples).__name__}") from None
+        if values.ndim != 2:
+            raise ValueError(f"samples must be 2-D (rank, sample), got shape {values.shape}")
+        array = xr.DataArray(values, dims=(rank_dim, sample_dim),
+                             coords={rank_dim: np.arange(values.shape[0])})
+    if array.sizes[rank_dim] < 2:
+        raise ValueError(f"samples must hold at least 2 ranks to test independence, got "
+                         f"{array.sizes[rank_dim]}")
+    if np.isinf(array.values).any():
+        raise ValueError("samples must be finite (NaN marks an iteration not measured)")
+    complete = ~np.isnan(array.values).any(axis=0)
+    if complete.sum() < 4:
+        raise ValueError(f"samples: {int(complete.sum())} iterations measured on every rank; "
+                         "at least 4 are needed")
+    return array.isel({sample_dim: np.flatnonzero(complete)})
+
+
+def _spearman_pairs(ranks: np.ndarray, pairs) -> np.ndarray:
+    """Spearman correlation of every pair from centred, normalised ranks (rank, sample)."""
+    return np.array([float(ranks[a] @ ranks[b]) for a, b in pairs])
+
+
+def _normalised_ranks(values: np.ndarray) -> np.ndarray:
+    ranks = stats.rankdata(values, axis=-1)
+    ranks -= ranks.mean(axis=-1, keepdims=True)
+    norm = np.sqrt((ranks ** 2).sum(axis=-1, keepdims=True))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(norm > 0, ranks / norm, 0.0)
+
+
+def _exceedance(over: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(P(all ranks over), Π_i P(rank i over)) for boolean (rank, sample, threshold)."""
+    return over.all(axis=0).mean(axis=0), over.mean(axis=1).prod(axis=0)
+
+
+def _exceedance_se(over: np.ndarray, joint, marginals) -> tuple[np.ndarray, np.ndarray,
+                                                                  np.ndarray]:
+    """Delta-method standard errors of p̂_all, Π p̂_i and their difference (per threshold).
+
+    The estimators are smooth functions of the means of Z_t = (1{all over}, 1{rank 1
+    over}, …, 1{rank N over}) over iterations t; with Σ the covariance of Z_t and g the
+    gradient, Var ≈ gᵀΣg / m.
+    """
+    n_ranks, m, k = over.shape
+    se_joint, se_product, se_excess = (np.empty(k) for _ in range(3))
+    for j in range(k):
+        z = np.vstack([over[:, :, j].all(axis=0), over[:, :, j]]).astype(np.float64)
+        cov = np.atleast_2d(np.cov(z, ddof=1))
+        p = marginals[:, j]
+        grad_product = np.array([np.prod(np.delete(p, i)) for i in range(n_ranks)])
+        g_joint = np.r_[1.0, np.zeros(n_ranks)]
+        g_product = np.r_[0.0, grad_product]
+        se_joint[j] = math.sqrt(max(g_joint @ cov @ g_joint, 0.0) / m)
+        se_product[j] = math.sqrt(max(g_product @ cov @ g_product, 0.0) / m)
+        g = g_joint - g_product
+        se_excess[j] = math.sqrt(max(g @ cov @ g, 0.0) / m)
+    return se_joint, se_product, se_excess
+
+
+def check_independence(samples, thresholds=None, *, variable: str = "compute",
+                       confidence: float = 0.95, null: str = "shift",
+                       resamples: int = 999, rng: RngLike = None,
+                       sample_dim: str = "sample", rank_dim: str = "rank") -> xr.Dataset:
+    """Test whether the ranks' samples of one iteration are independent of each other.
+
+    Theorem 1's lower bound and max-of-N take the noise δ_i of the N processes in one
+    iteration as independent. With per-rank samples paired by iteration (sample j of
+    every rank is the same iteration), two checks of that hypothesis: the Spearman rank
+    correlation of every pair of ranks, and the joint exceedance P(every rank > x)
+    against the product of the marginal exceedances Π_i P(rank i > x), which is what
+    independence predicts and what sets the law of the maximum.
+
+    Parameters
+    ----------
+    samples : xarray.Dataset, xarray.DataArray or array_like
+        Per-rank samples with dims (``rank``, ``sample``), paired by iteration along
+        ``sample``, for example ``jitterlab.datasets.load_pb(ranks=2)`` (its
+        ``compute`` times w + δ). Iterations with a NaN on any rank are left out. [s]
+    thresholds : array_like, optional
+        Thresholds x of the joint-exceedance test; default the 0.5, 0.75, 0.9, 0.95
+        and 0.99 quantiles of all samples pooled. [s]
+    variable : str, default "compute"
+        The variable of a Dataset.
+    confidence : float, default 0.95
+        Level of the confidence intervals, and 1 − the size of the test in the
+        ``independent`` verdict; strictly between 0 and 1. [-]
+    null : {"shift", "permutation"}, default "shift"
+        How the p-values sample the null hypothesis: "shift" moves every rank but the
+        first by its own random circular shift of the iterations, which keeps each
+        rank's serial structure (bursts, slow phases) and breaks only the alignment
+        across ranks; "permutation" shuffles the iterations of every rank but the
+        first, which is exact only for iterations independent in time.
+    resamples : int, default 999
+        Number of shifted or permuted data sets. [-]
+    rng : int or numpy.random.Generator, optional
+        Seed or generator of the resampling.
+    sample_dim, rank_dim : str
+        Dimension names.
+
+    Returns
+    -------
+    xarray.Dataset
+        Per pair of ranks (dim ``pair``, coordinates ``rank_a``, ``rank_b``):
+        ``spearman`` [1], its confidence interval ``spearman_ci`` (dim ``ci_bound``)
+        [1] and ``spearman_pvalue`` [1]. Per threshold (dim ``threshold``) [s]:
+        ``joint_exceedance`` P(every rank > x) and ``joint_exceedance_se``,
+        ``independent_exceedance`` Π_i P(rank i > x) and
+        ``independent_exceedance_se``, ``exceedance_excess`` (their difference) with
+        ``exceedance_excess_se`` and ``exceedance_excess_ci``, ``exceedance_ratio``
+        and ``exceedance_pvalue`` [1]. Per rank: ``exceedance`` P(rank > x) (dims
+        ``rank``, ``threshold``) and ``lag1_autocorrelation`` [1] (large values mean
+        the analytic standard errors are too small). Scalars: ``n_iterations``,
+        ``smallest_pvalue`` (Bonferroni-adjusted over every test) and ``independent``
+        (True unless that adjusted p-value is below 1 − confidence). Attributes: null,
+        resamples, confidence, provenance.
+
+    Notes
+    -----
+    Spearman's ρ_s is Pearson's correlation of the ranks. Its interval is Fisher's
+    z = atanh(ρ_s) ± z_{(1+c)/2}·σ, with Bonett & Wright's σ² = (1 + ρ_s²/2)/(m − 3)
+    for m iterations. The joint exceedance p̂_all and the product Π_i p̂_i are smooth
+    functions of the means of the indicators 1{all > x}, 1{rank i > x}; their standard
+    errors and that of the excess p̂_all − Π_i p̂_i come from the delta method with the
+    indicators' sample covariance. Both intervals take iterations as independent in
+    time; ``lag1_autocorrelation`` says whether they are. The p-values do not: they
+    compare the observed |ρ_s| and |excess| with their values in ``resamples`` data
+    sets in which the ranks were made independent (``null``), p = (1 + #{resampled ≥
+    observed})/(1 + resamples).
+
+    A positive excess makes the maximum over ranks smaller than max-of-N of the
+    marginals predicts: P(max ≤ x) = P(all ≤ x), which positive dependence raises
+    above Π_i P(rank i ≤ x). Measured θ can then fall below Theorem 1's "lower bound".
+
+    References
+    ----------
+    .. [1] R. Garg, P. De, HiPC 2006 (seed 001), §2.3 (independence across
+       processes), Theorem 1.
+    .. [2] D. G. Bonett, T. A. Wright, "Sample size requirements for estimating
+       Pearson, Kendall and Spearman correlations", Psychometrika 65, 2000.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from jitterlab.validate import check_independence
+    >>> rng = np.random.default_rng(0)
+    >>> common = rng.exponential(1e-5, 2000)  # noise shared by both ranks
+    >>> compute = 3e-4 + common + rng.exponential(1e-5, (2, 2000))
+    >>> result = check_independence(compute, rng=1)
+    >>> bool(result["independent"]), round(float(result["spearman"][0]), 2)
+    (False, 0.46)
+    """
+    if null not in ("shift", "permutation"):
+        raise ValueError(f"null must be 'shift' or 'permutation', got {null!r}")
+    confidence = _check_confidence(confidence)
+    resamples = check_integer("resamples", resamples, minimum=1)
+    gen = as_generator(rng)
+    paired = _paired_samples(samples, variable, sample_dim, rank_dim)
+    values = paired.values
+    n_ranks, m = values.shape
+    if thresholds is None:
+        thresholds = np.quantile(values, DEFAULT_EXCEEDANCE_LEVELS)
+    else:
+        try:
+            thresholds = np.asarray(thresholds, dtype=np.float64).ravel()
+        except (TypeError, ValueError):
+            raise TypeError(f"thresholds must be numbers [s], got {thresholds!r}") from None
+        if thresholds.size == 0 or not np.isfinite(thresholds).all():
+            raise ValueError(f"thresholds must be finite numbers [s], got {thresholds}")
+    pairs = [(a, b) for a in range(n_ranks) for b in range(a + 1, n_ranks)]
+    ranks = _normalised_ranks(values)
+    rho = _spearman_pairs(ranks, pairs)
+    over = values[:, :, None] > thresholds[None, None, :]
+    joint, product = _exceedance(over)
+    marginals = over.mean(axis=1)
+    se_joint, se_product, se_excess = _exceedance_se(over, joint, marginals)
+    excess = joint - product
+
+    # the null: every rank but the first moved independently of the others
+    rho_null = np.empty((resamples, len(pairs)))
+    excess_null = np.empty((resamples, thresholds.size))
+    index = np.arange(m)
+    for r in range(resamples):
+        if null == "shift":
+            orders = [index] + [np.roll(index, int(gen.integers(1, m)))
+                                for _ in range(n_ranks - 1)]
+        else:
+            orders = [index] + [gen.permutation(m) for _ in range(n_ranks - 1)]
+        order = np.stack(orders)
+        rho_null[r] = _spearman_pairs(np.take_along_axis(ranks, order, axis=1), pairs)
+        moved = np.take_along_axis(over, order[:, :, None], axis=1)
+        excess_null[r] = np.subtract(*_exceedance(moved))
+    tolerance = 1e-12
+    p_rho = (1 + (np.abs(rho_null) >= np.abs(rho) - tolerance).sum(axis=0)) / (1 + resamples)
+    p_excess = ((1 + (np.abs(excess_null) >= np.abs(excess) - tolerance).sum(axis=0))
+                / (1 + resamples))
+
+    z = stats.norm.ppf(0.5 + 0.5 * confidence)
+    with np.errstate(divide="ignore"):
+        centre = np.arctanh(np.clip(rho, -1.0, 1.0))
+    sigma = np.sqrt((1 + rho ** 2 / 2) / max(m - 3, 1))
+    rho_ci = np.tanh(np.stack([centre - z * sigma, centre + z * sigma], axis=-1))
+    excess_ci = np.stack([excess - z * se_excess, excess + z * se_excess], axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(product > 0, joint / product, math.nan)
+    lag1 = np.array([_lag1(row) for row in values])
+    n_tests = len(pairs) + thresholds.size
+    smallest = min(1.0, float(min(p_rho.min(), p_excess.min())) * n_tests)
+
+    def var(dims, data, units, long_name, **extra):
+        return (dims, data, {"units": units, "long_name": long_name, **extra})
+
+    ci = {"confidence": confidence}
+    data_vars = {
+        "n_iterations": var((), m, "1", "iterations measured on every rank"),
+        "spearman": var(("pair",), rho, "1", "Spearman rank correlation"),
+        "spearman_ci": var(("pair", "ci_bound"), rho_ci, "1",
+                           "confidence interval of the Spearman correlation (Fisher z, "
+                           "Bonett-Wright variance)", **ci),
+        "spearman_pvalue": var(("pair",), p_rho, "1",
+                               f"p-value of ρ_s = 0 against {null}-resampled ranks"),
+        "exceedance": var(("rank", "threshold"), marginals, "1", "P(rank > x)"),
+        "joint_exceedance": var(("threshold",), joint, "1", "P(every rank > x)"),
+        "joint_exceedance_se": var(("threshold",), se_joint, "1",
+                                   "standard error of P(every rank > x)"),
+        "independent_exceedance": var(("threshold",), product, "1",
+                                      "Π_i P(rank i > x): P(every rank > x) if the ranks "
+                                      "are independent"),
+        "independent_exceedance_se": var(("threshold",), se_product, "1",
+                                         "standard error of Π_i P(rank i > x)"),
+        "exceedance_excess": var(("threshold",), excess, "1",
+                                 "P(every rank > x) − Π_i P(rank i > x)"),
+        "exceedance_excess_se": var(("threshold",), se_excess, "1",
+                                    "standard error of the excess (delta method)"),
+        "exceedance_excess_ci": var(("threshold", "ci_bound"), excess_ci, "1",
+                                    "confidence interval of the excess (normal)", **ci),
+        "exceedance_ratio": var(("threshold",), ratio, "1",
+                                "P(every rank > x) / Π_i P(rank i > x)"),
+        "exceedance_pvalue": var(("threshold",), p_excess, "1",
+                                 f"p-value of excess = 0 against {null}-resampled ranks"),
+        "lag1_autocorrelation": var(("rank",), lag1, "1",
+                                    "correlation of consecutive iterations of a rank"),
+        "smallest_pvalue": var((), smallest, "1",
+                               "smallest p-value × number of tests (Bonferroni), at most 1"),
+        "independent": var((), smallest >= 1 - confidence, "1",
+                           "independence not rejected at the stated confidence", **ci),
+    }
+    coords = {
+        "rank": (rank_dim, paired[rank_dim].values),
+        "threshold": ("threshold", thresholds, {"units": "s", "long_name": "threshold x"}),
+        "pair": ("pair", np.arange(len(pairs))),
+        "rank_a": ("pair", paired[rank_dim].values[[a for a, _ in pairs]]),
+        "rank_b": ("pair", paired[rank_dim].values[[b for _, b in pairs]]),
+        "ci_bound": ("ci_bound", ["lower", "upper"],
+                     {"long_name": "end of the confidence interval"}),
+    }
+    if rank_dim != "rank":
+        for name, item in list(data_vars.items()):
+            data_vars[name] = (tuple(rank_dim if d == "rank" else d for d in item[0]),
+                               *item[1:])
+        coords[rank_dim] = coords.pop("rank")
+    attrs = {"null": null, "resamples": resamples, "confidence": confidence,
+             "variable": variable if isinstance(samples, xr.Dataset) else ""}
+    return xr.Dataset(data_vars, coords=coords, attrs={**attrs, **provenance_attrs()})
+
+
+def _lag1(row: np.ndarray) -> float:
+    a, b = row[:-1] - row.mean(), row[1:] - row.mean()
+    denominator = math.sqrt(float(a @ a) * float(b @ b))
+    return float(a @ b) / denominator if denominator > 0 else math.nan

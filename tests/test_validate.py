@@ -8,7 +8,13 @@ import xarray as xr
 from scipy import stats
 
 import jitterlab as jl
-from jitterlab.validate import MaxOfN, compare, find_anomalies, robust_z_scores
+from jitterlab.validate import (
+    MaxOfN,
+    check_independence,
+    compare,
+    find_anomalies,
+    robust_z_scores,
+)
 
 WORK = 3e-4
 NOISE = jl.noise.Exponential(mean=1e-5)
@@ -340,3 +346,127 @@ def test_robust_z_scores_of_nothing_is_an_error_without_warnings():
         robust_z_scores([])
     scores, centre, scale = robust_z_scores([math.nan, math.nan])  # no finite value: NaN
     assert np.isnan(scores).all() and math.isnan(centre) and math.isnan(scale)
+
+
+# --------------------------------------------------------------------------------------
+# independence across ranks
+# --------------------------------------------------------------------------------------
+def correlated_normals(rho, m, seed, ranks=2):
+    """m iterations of `ranks` standard normals with pairwise correlation rho."""
+    rng = np.random.default_rng(seed)
+    shared = rng.normal(size=m)
+    return math.sqrt(rho) * shared + math.sqrt(1 - rho) * rng.normal(size=(ranks, m))
+
+
+def binomial_limit(trials, p, tail=1e-4):
+    """Count of events at probability p that `trials` trials exceed with chance `tail`."""
+    return int(stats.binom.isf(tail, trials, p))
+
+
+def test_independence_recovers_the_closed_forms_of_a_correlated_normal_pair():
+    rho, m = 0.5, 20000
+    result = check_independence(correlated_normals(rho, m, seed=3), thresholds=[0.0],
+                                resamples=99, rng=1)
+    # Spearman of a normal pair: (6/π)·asin(ρ/2); P(both > 0) = 1/4 + asin(ρ)/(2π)
+    spearman = 6 / math.pi * math.asin(rho / 2)
+    low, high = result["spearman_ci"].values[0]
+    assert low < spearman < high
+    joint = 0.25 + math.asin(rho) / (2 * math.pi)
+    assert abs(float(result["joint_exceedance"][0]) - joint) < 4 * float(
+        result["joint_exceedance_se"][0])
+    assert abs(float(result["independent_exceedance"][0]) - 0.25) < 4 * float(
+        result["independent_exceedance_se"][0])
+    assert float(result["exceedance_ratio"][0]) == pytest.approx(joint / 0.25, rel=0.05)
+    assert int(result["n_iterations"]) == m and not bool(result["independent"])
+    assert result["spearman_pvalue"].values[0] == pytest.approx(1 / 100)
+    assert result["exceedance_excess"].attrs["units"] == "1"
+    assert result["threshold"].attrs["units"] == "s"
+    assert result["spearman_ci"].attrs["confidence"] == 0.95
+
+
+def test_independence_standard_errors_match_the_spread_over_replicates():
+    replicates, m = 200, 2000
+    runs = [check_independence(correlated_normals(0.3, m, seed), thresholds=[0.5],
+                               resamples=1, rng=seed) for seed in range(replicates)]
+    excess = np.array([float(r["exceedance_excess"][0]) for r in runs])
+    se = np.array([float(r["exceedance_excess_se"][0]) for r in runs])
+    # the SD estimated from 200 replicates is uncertain by 1/√(2·199) ≈ 5 %: allow 4 of that
+    assert np.mean(se) == pytest.approx(np.std(excess, ddof=1), rel=4 / math.sqrt(2 * 199))
+    rho = np.array([float(r["spearman"][0]) for r in runs])
+    half = np.array([np.diff(r["spearman_ci"].values[0])[0] / 2 for r in runs])
+    assert np.mean(half) / stats.norm.ppf(0.975) == pytest.approx(
+        np.std(rho, ddof=1), rel=4 / math.sqrt(2 * 199))
+
+
+def test_independent_ranks_are_rejected_at_most_at_the_stated_rate():
+    runs = 60
+    rejected = sum(not bool(check_independence(correlated_normals(0.0, 500, seed, ranks=3),
+                                               resamples=99, rng=seed)["independent"])
+                   for seed in range(runs))
+    assert rejected <= binomial_limit(runs, 0.05)
+
+
+def test_shift_null_keeps_its_size_when_iterations_are_serially_correlated():
+    # two independent AR(1) series (φ = 0.95): shuffling the iterations destroys their
+    # serial structure and finds correlation that is not there; circular shifts do not
+    from scipy import signal
+
+    runs, shift, permutation = 40, 0, 0
+    for seed in range(runs):
+        noise = np.random.default_rng(seed).normal(size=(2, 600))
+        series = signal.lfilter([1.0], [1.0, -0.95], noise, axis=1)[:, 200:]
+        for null in ("shift", "permutation"):
+            result = check_independence(series, thresholds=[0.0], null=null,
+                                        resamples=199, rng=seed)
+            rejected = float(result["spearman_pvalue"][0]) < 0.05
+            shift += rejected and null == "shift"
+            permutation += rejected and null == "permutation"
+        assert float(result["lag1_autocorrelation"].min()) > 0.7
+    assert shift <= binomial_limit(runs, 0.05)
+    assert permutation > binomial_limit(runs, 0.05)
+
+
+def test_identical_ranks_are_fully_dependent_and_nan_iterations_are_dropped():
+    values = np.random.default_rng(0).exponential(1e-5, 1000)
+    same = np.vstack([values, values])
+    same[1, 10] = math.nan  # iteration 10 not measured on rank 1
+    da = xr.DataArray(same, dims=("rank", "iteration"), coords={"rank": [4, 7]})
+    result = check_independence(da, thresholds=[1e-5], sample_dim="iteration", rng=2)
+    assert int(result["n_iterations"]) == 999
+    assert float(result["spearman"][0]) == pytest.approx(1.0)
+    np.testing.assert_allclose(result["joint_exceedance"],
+                               result["exceedance"].sel(rank=4))
+    assert result["rank_a"].values.tolist() == [4] and result["rank_b"].values.tolist() == [7]
+    again = check_independence(da, thresholds=[1e-5], sample_dim="iteration", rng=2)
+    xr.testing.assert_identical(result.drop_attrs(), again.drop_attrs())
+
+
+def test_independence_of_the_shipped_two_rank_run():
+    result = check_independence(jl.datasets.load_pb(ranks=2), thresholds=[320e-6],
+                                resamples=199, rng=2006)
+    assert not bool(result["independent"])
+    assert float(result["exceedance_excess_ci"].sel(ci_bound="lower")[0]) > 0
+
+
+@pytest.mark.parametrize(("kwargs", "error", "pattern"), [
+    ({"samples": np.ones((1, 10))}, ValueError, "at least 2 ranks"),
+    ({"samples": np.ones(10)}, ValueError, r"samples must be 2-D"),
+    ({"samples": "data"}, TypeError, r"samples must be an xarray"),
+    ({"samples": np.ones((2, 3))}, ValueError, "at least 4 are needed"),
+    ({"samples": np.full((2, 10), math.inf)}, ValueError, "samples must be finite"),
+    ({"samples": xr.DataArray(np.ones((2, 10)), dims=("x", "y"))}, ValueError,
+     "must have dims"),
+    ({"samples": xr.Dataset({"a": (("rank", "sample"), np.ones((2, 10)))})}, ValueError,
+     "no variable 'compute'"),
+    ({"null": "bootstrap"}, ValueError, "null must be"),
+    ({"resamples": 0}, ValueError, "resamples"),
+    ({"confidence": 1.0}, ValueError, "confidence"),
+    ({"thresholds": []}, ValueError, "thresholds"),
+    ({"thresholds": [math.nan]}, ValueError, "thresholds"),
+    ({"thresholds": ["x"]}, TypeError, "thresholds"),
+    ({"rng": "seed"}, TypeError, "rng"),
+])
+def test_independence_bad_input(kwargs, error, pattern):
+    arguments = {"samples": np.random.default_rng(0).normal(size=(2, 50)), **kwargs}
+    with pytest.raises(error, match=pattern):
+        check_independence(**arguments)
