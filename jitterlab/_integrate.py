@@ -25,12 +25,17 @@ def quad(f, a: float, b: float, *, scale: float, rtol: float = 1e-10) -> float:
     return float(value)
 
 
-def quantile_tail_integral(max_isf, x0: float, s0: float) -> float:
+def quantile_tail_integral(max_isf, x0: float, s0: float, *, scale: float) -> float:
     """∫_{x0}^∞ (1 − G(x)) dx = ∫_0^{s0} (G⁻¹(1 − s) − x0) ds, with s0 = 1 − G(x0).
 
     In quantile space even a heavy tail becomes an integrable endpoint singularity
     at s = 0, which QUADPACK's extrapolation handles. ``max_isf(s)`` returns the
-    point x with P(max > x) = s.
+    point x with P(max > x) = s. ``scale`` is the size of the whole answer this tail
+    is part of (E[max], at least ``x0`` in magnitude): every piece is integrated to
+    an absolute error of ``rtol·scale``, or ``rtol`` of its own value if larger. A
+    target relative to the tail piece alone would ask for digits the inverse CDF of
+    a law computed by quadrature (a :class:`~jitterlab.noise.Sum`) cannot give far
+    out in its tail, and QUADPACK would report round-off for nothing.
     """
     if s0 <= 0:
         return 0.0
@@ -40,7 +45,7 @@ def quantile_tail_integral(max_isf, x0: float, s0: float) -> float:
 
     points = [p for p in (1e-15, 1e-12, 1e-9, 1e-6, 1e-3) if p < s0]
     edges = [0.0, *points, s0]
-    scale = max(abs(x0), 1e-300) * s0
+    scale = max(abs(scale), abs(x0) * s0, 1e-300)
     return sum(quad(excess, lo, hi, scale=scale) for lo, hi in zip(edges[:-1], edges[1:],
                                                                    strict=True))
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["max_uniform_complement", "max_uniform_complement_reference", "stream_key"]
+__all__ = ["max_uniform_complement", "max_uniform_complement_reference", "stream_key",
+           "stream_key_reference", "seed_for_n", "step_sum_one_minus_power",
+           "step_sum_one_minus_power_reference"]
 
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -76,6 +78,23 @@ def _mix64_reference(z: int) -> int:
     return z ^ (z >> 31)
 
 
+def stream_key_reference(seed: int, replicate: int, group: int, n_groups: int) -> int:
+    """Plain-Python twin of :func:`stream_key`."""
+    mask, gamma = (1 << 64) - 1, 0x9E3779B97F4A7C15
+    index = (replicate * n_groups + group) & mask
+    return _mix64_reference((_mix64_reference(seed ^ gamma)
+                             + _mix64_reference((index + gamma) & mask)) & mask)
+
+
+def seed_for_n(seed: int, n: int) -> int:
+    """The 63-bit seed of the Monte Carlo streams for N = ``n`` processes.
+
+    A hash of (seed, N), so that the draws for one N do not depend on which other
+    values of N are computed in the same call, nor on their order.
+    """
+    return stream_key_reference(int(seed), int(n), 0, 1) >> 1
+
+
 def max_uniform_complement_reference(seed: int, counts, replicates: int) -> np.ndarray:
     """Plain-Python twin of :func:`max_uniform_complement` (slow; for tests)."""
     mask, gamma = (1 << 64) - 1, 0x9E3779B97F4A7C15
@@ -83,9 +102,7 @@ def max_uniform_complement_reference(seed: int, counts, replicates: int) -> np.n
     out = np.empty((replicates, counts.size))
     for r in range(replicates):
         for g, count in enumerate(counts):
-            index = (r * counts.size + g) & mask
-            base = _mix64_reference((_mix64_reference(seed ^ gamma)
-                                     + _mix64_reference((index + gamma) & mask)) & mask)
+            base = stream_key_reference(seed, r, g, counts.size)
             best = max((_mix64_reference((base + (i + 1) * gamma) & mask) >> 11
                         for i in range(int(count))), default=0)
             out[r, g] = (2.0**53 - float(best)) * 2.0**-53

@@ -13,10 +13,15 @@ def as_generator(rng: RngLike) -> np.random.Generator:
     """Return a :class:`numpy.random.Generator` for an int seed, a Generator or None."""
     if isinstance(rng, np.random.Generator):
         return rng
-    if rng is None or isinstance(rng, int | np.integer):
-        return np.random.default_rng(rng)
-    raise ValueError(
-        f"rng must be an int seed, a numpy Generator or None, not {type(rng).__name__}")
+    if rng is None:
+        return np.random.default_rng()
+    if isinstance(rng, int | np.integer) and not isinstance(rng, bool | np.bool_):
+        if rng < 0:
+            raise ValueError(f"rng seed must be non-negative, got {rng}")
+        return np.random.default_rng(int(rng))
+    raise TypeError(
+        f"rng must be an int seed, a numpy Generator or None, not {type(rng).__name__} "
+        f"{rng!r}")
 
 
 def seed_from(rng: RngLike) -> int:

@@ -17,10 +17,11 @@ import xarray as xr
 from scipy import optimize
 
 from . import _kernels
+from ._checks import check_integer
 from ._integrate import quad, quantile_tail_integral
 from ._provenance import provenance_attrs
 from ._random import RngLike, seed_from
-from .noise import Empirical, NoiseModel, TailWarning
+from .noise import Empirical, Histogram, NoiseModel, TailWarning
 
 __all__ = ["max_of_n", "process_counts", "exact_max_quantile", "exact_max_mean"]
 
@@ -144,7 +145,7 @@ def exact_max_mean(models: Sequence[NoiseModel], counts, closed_form: bool = Tru
                for lo, hi in zip(edges[:-1], edges[1:], strict=True))
     # the tail in quantile space, where even a heavy tail is integrable
     tail = quantile_tail_integral(lambda level: _max_isf(models_, counts_, level)[0],
-                                  edges[-1], _TAIL_LEVEL)
+                                  edges[-1], _TAIL_LEVEL, scale=scale)
     return float(lower + body + tail)
 
 
@@ -157,62 +158,82 @@ def _as_models(dist_or_list) -> list[NoiseModel]:
         raise ValueError("dist_or_list is an empty list; give at least one noise model")
     for i, m in enumerate(models):
         if not isinstance(m, NoiseModel):
-            raise ValueError(f"dist_or_list[{i}] is a {type(m).__name__}, not a noise model "
-                             "(see jitterlab.noise)")
+            where = f"dist_or_list[{i}]" if isinstance(dist_or_list, list | tuple) \
+                else "dist_or_list"
+            raise TypeError(f"{where} is a {type(m).__name__}, not a noise model "
+                            "(see jitterlab.noise)")
     return models
 
 
 def _as_n(n, n_models: int) -> np.ndarray:
+    """The numbers of processes as a 1-D int64 array, each checked (naming ``n[i]``)."""
     if n is None:
         n = n_models
-    arr = np.atleast_1d(np.asarray(n))
+    if isinstance(n, str | bytes):
+        raise TypeError(f"n must be a positive integer or a 1-D sequence of them, got {n!r}")
+    arr = np.asarray(n, dtype=object)
+    if arr.ndim == 0:
+        return np.array([check_integer("n", arr[()], 1)], dtype=np.int64)
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"n must be a positive integer or a 1-D sequence of them, got {n!r}")
-    if not np.issubdtype(arr.dtype, np.integer):
-        if not np.issubdtype(arr.dtype, np.floating) or np.any(arr != np.round(arr)):
-            raise ValueError(f"n must hold whole numbers of processes, got {n!r}")
-        arr = arr.astype(np.int64)
-    if np.any(arr < 1):
-        raise ValueError(f"n must be >= 1, got {arr[arr < 1][0]}")
-    return arr.astype(np.int64)
+    return np.array([check_integer(f"n[{i}]", v, 1) for i, v in enumerate(arr)],
+                    dtype=np.int64)
 
 
-def _underlying_empirical(model):
-    """The Empirical inside ``model`` (possibly shifted by work w), or None."""
-    while not isinstance(model, Empirical) and hasattr(model, "base"):
+def _as_quantiles(quantiles) -> np.ndarray:
+    """Quantile levels as a 1-D float array, each strictly between 0 and 1."""
+    if isinstance(quantiles, str | bytes):
+        raise TypeError(f"quantiles must be numbers strictly between 0 and 1, got {quantiles!r}")
+    try:
+        q = np.asarray(quantiles, dtype=float).ravel()
+    except (TypeError, ValueError):
+        raise TypeError(f"quantiles must be numbers strictly between 0 and 1, got "
+                        f"{quantiles!r}") from None
+    if np.any(~np.isfinite(q)) or np.any((q <= 0) | (q >= 1)):
+        raise ValueError(f"quantiles must lie strictly between 0 and 1, got {q}")
+    return q
+
+
+#: laws that end where the measured data end: the tail rule applies to them
+_MEASURED = (Empirical, Histogram)
+
+
+def _underlying_measured(model):
+    """The Empirical or Histogram inside ``model`` (possibly shifted by work w), or None."""
+    while not isinstance(model, _MEASURED) and hasattr(model, "base"):
         model = model.base
-    return model if isinstance(model, Empirical) else None
+    return model if isinstance(model, _MEASURED) else None
 
 
 def _with_fitted_tail(model, tail):
     if tail is None:
         return model
-    if tail != "gpd":
-        raise ValueError(f"tail must be None or 'gpd', got {tail!r}")
-    empirical = _underlying_empirical(model)
-    if empirical is None:
+    measured = _underlying_measured(model)
+    if measured is None:
         return model
-    shift = model.lower - empirical.lower
-    fitted = empirical.with_tail()
+    shift = model.lower - measured.lower
+    fitted = measured.with_tail()
     return fitted + shift if shift else fitted
 
 
 def _warn_if_sample_limited(models, n_values, quantiles) -> None:
+    """TailWarning when N reaches the top cell of a measured law (its largest sample or
+    its top occupied bin) in more than 10% of maxima, or the top quantile lies there."""
     top = float(np.max(quantiles)) if len(quantiles) else 0.5
     for model in models:
-        empirical = _underlying_empirical(model)
-        if empirical is None:
+        measured = _underlying_measured(model)
+        if measured is None:
             continue
-        size = empirical.values.size
         for n in n_values:
             count = int(process_counts(len(models), int(n)).max())
-            beyond_top = -math.expm1(math.log(top) / count) * size < 1.0
-            if empirical.sample_limited(count) or beyond_top:
+            beyond_top = -math.expm1(math.log(top) / count) < measured.top_mass
+            if measured.sample_limited(count) or beyond_top:
                 warnings.warn(
-                    f"N = {int(n)} is beyond what a sample of {size} values supports: the "
-                    "maximum mostly repeats the largest measured value, so the result "
-                    "underestimates the tail. Pass tail='gpd' to extrapolate with a fitted "
-                    "generalized Pareto tail (or use Empirical.with_tail()).",
+                    f"N = {int(n)} is beyond what {measured.data_description} supports: "
+                    "the maximum mostly falls on the largest measured values and stops "
+                    "there, so the result underestimates the tail. Pass tail='gpd' to "
+                    "extrapolate with a fitted generalized Pareto tail (or use "
+                    f"{type(measured).__name__}.with_tail()).",
                     TailWarning, stacklevel=3)
                 return
 
@@ -240,7 +261,8 @@ def max_of_n(dist_or_list, n=None, method: str = "exact",
     ----------
     dist_or_list : NoiseModel or list of NoiseModel
         One law shared by all processes, or one per process (Garg & De measured one
-        per process); with K laws, process i draws from law i mod K.
+        per process); with K laws, process i draws from law i mod K (so for N < K
+        only the first N laws take part).
     n : int or sequence of int, optional
         Numbers of processes N; default the length of the list (1 for one law). [-]
     method : {"exact", "montecarlo"}
@@ -250,11 +272,18 @@ def max_of_n(dist_or_list, n=None, method: str = "exact",
     replicates : int
         Monte Carlo repetitions R. [-]
     rng : int or numpy.random.Generator, optional
-        Seed for "montecarlo"; the result does not depend on the number of threads.
+        Seed for "montecarlo". The draws for each N come from streams derived from
+        (seed, N): the value for one N does not depend on the other values of ``n``
+        nor on the number of threads.
     tail : {None, "gpd"}
-        For measured (Empirical) laws: None keeps the empirical law and warns with
-        :class:`~jitterlab.noise.TailWarning` when N exceeds what the sample supports;
-        "gpd" fits a generalized Pareto tail above the 95th percentile first.
+        For measured laws (``Empirical`` samples and ``Histogram`` counts, also
+        shifted by w): None keeps the measured law, which ends at the largest sample
+        or the top edge of the highest occupied bin, and warns with
+        :class:`~jitterlab.noise.TailWarning` when more than 10% of the maxima of N
+        draws land on that largest sample or in that top bin (or the highest
+        requested quantile does); "gpd" first fits a generalized Pareto tail above
+        about the 95th percentile (to the samples, or by binned maximum likelihood to
+        the bins), and raises ValueError when the data are too few for a fit.
 
     Returns
     -------
@@ -285,11 +314,12 @@ def max_of_n(dist_or_list, n=None, method: str = "exact",
     """
     models = _as_models(dist_or_list)
     n_values = _as_n(n, len(models))
-    q = np.asarray(quantiles, dtype=float).ravel()
-    if np.any(~np.isfinite(q)) or np.any((q <= 0) | (q >= 1)):
-        raise ValueError(f"quantiles must lie strictly between 0 and 1, got {q}")
+    q = _as_quantiles(quantiles)
     if method not in ("exact", "montecarlo"):
         raise ValueError(f"method must be 'exact' or 'montecarlo', got {method!r}")
+    if tail not in (None, "gpd"):
+        raise ValueError(f"tail must be None or 'gpd', got {tail!r}")
+    replicates = check_integer("replicates", replicates, 2)
     models = [_with_fitted_tail(m, tail) for m in models]
     if tail is None:
         _warn_if_sample_limited(models, n_values, q)
@@ -309,9 +339,6 @@ def max_of_n(dist_or_list, n=None, method: str = "exact",
                 "quantiles": (("n", "quantile"), quants,
                               {**seconds, "long_name": "quantiles of max of N"})}
     else:
-        replicates = int(replicates)
-        if replicates < 2:
-            raise ValueError(f"replicates must be >= 2, got {replicates}")
         seed = seed_from(rng)
         attrs.update(seed=seed, replicates=replicates, generator="SplitMix64 counter streams")
         means, means_se = np.empty(n_values.size), np.empty(n_values.size)
@@ -319,8 +346,11 @@ def max_of_n(dist_or_list, n=None, method: str = "exact",
         quants_se = np.empty_like(quants)
         for i, k in enumerate(n_values):
             counts = process_counts(len(models), int(k))
-            complement = _kernels.max_uniform_complement(seed + i, counts, replicates)
-            maxima = np.max([m.isf(complement[:, g]) for g, m in enumerate(models)], axis=0)
+            complement = _kernels.max_uniform_complement(_kernels.seed_for_n(seed, int(k)),
+                                                         counts, replicates)
+            # a law that gets no process (N < K) must not enter the maximum
+            maxima = np.max([m.isf(complement[:, g]) for g, m in enumerate(models)
+                             if counts[g] > 0], axis=0)
             means[i] = maxima.mean()
             means_se[i] = maxima.std(ddof=1) / math.sqrt(replicates)
             ordered = np.sort(maxima)

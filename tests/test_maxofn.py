@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from scipy import special
 
 import jitterlab as jl
-from jitterlab._kernels import max_uniform_complement, max_uniform_complement_reference
+from jitterlab._kernels import max_uniform_complement
 from jitterlab.noise import Bernoulli, Empirical, Exponential, Pareto, TailWarning, Uniform
 
 N_VALUES = [1, 2, 10, 1000, 10**6]
@@ -150,6 +150,10 @@ MONTE_CARLO = [
     ("bernoulli", Bernoulli(p=0.01, duration=100e-6)),
     ("empirical", Empirical(np.random.default_rng(5).gamma(2.0, 5e-6, 100_000)) + 1e-3),
     ("periodic", jl.noise.Periodic(period=4e-3, duration=2.5e-6, work=1e-3)),
+    # one sample in the top bin; empty bins at both ends and in the body
+    ("histogram", Empirical.from_histogram(np.append(np.linspace(0, 2e-4, 1002), 3e-4),
+                                           np.concatenate([[0, 5e4], np.full(998, 100.0),
+                                                           [0], [1]]))),
 ]
 
 
@@ -176,6 +180,52 @@ def test_monte_carlo_for_a_list_of_laws():
     assert np.all(np.abs((mc["mean"] - ex["mean"]) / mc["mean_se"]).values < 4.5)
 
 
+LISTS_OF_LAWS = [
+    ("issue-7", [Exponential(mean=1e-5), Exponential(mean=1e-5) + 1.0]),
+    ("three-continuous", [Exponential(mean=1.0), Exponential(mean=2.0) + 0.5,
+                          Uniform(high=4.0)]),
+    ("mixed", [Bernoulli(p=0.3, duration=3.0), Pareto(alpha=3.0, scale=1.0),
+               Empirical(np.random.default_rng(11).gamma(2.0, 1.0, 1000)) + 0.25,
+               Exponential(mean=0.5) + 2.0]),
+]
+
+
+@pytest.mark.parametrize(("name", "laws"), LISTS_OF_LAWS, ids=[c[0] for c in LISTS_OF_LAWS])
+def test_monte_carlo_equals_exact_for_every_n_up_to_twice_the_list(name, laws):
+    # with N < K processes some laws get none: they must not enter the maximum
+    n = np.arange(1, 2 * len(laws) + 1)
+    replicates = 4000
+    mc = jl.max_of_n(laws, n=n, method="montecarlo", replicates=replicates, rng=17)
+    ex = jl.max_of_n(laws, n=n)
+    # a mean of R draws cannot resolve less than one atom spacing / R (all draws equal)
+    resolution = 1.0 / replicates
+    z = (mc["mean"] - ex["mean"]) / np.maximum(mc["mean_se"], resolution)
+    assert np.all(np.abs(z.values) < 4.5), z.values
+
+
+def test_law_without_a_process_is_left_out_of_the_monte_carlo_maximum():
+    # the case of issue 7: one process, two laws; the second law's lower end is 1 s
+    laws = [Exponential(mean=1e-5), Exponential(mean=1e-5) + 1.0]
+    mc = jl.max_of_n(laws, n=1, method="montecarlo", replicates=2000, rng=3)
+    assert float(mc["mean"][0]) < 1e-3
+    assert float(mc["quantiles"].max()) < 1e-3
+
+
+def test_monte_carlo_stream_depends_on_seed_and_n_only():
+    model = Exponential(mean=1.0)
+    alone = jl.max_of_n(model, n=[100], method="montecarlo", replicates=300, rng=5)
+    for others in ([10, 100], [100, 10], [3, 7, 100, 1000]):
+        ds = jl.max_of_n(model, n=others, method="montecarlo", replicates=300, rng=5)
+        for var in ("mean", "mean_se", "quantiles", "quantiles_se"):
+            np.testing.assert_array_equal(ds[var].sel(n=100).values,
+                                          alone[var].sel(n=100).values)
+    # and different N get different streams, different seeds too
+    pair = jl.max_of_n(model, n=[100, 101], method="montecarlo", replicates=300, rng=5)
+    assert float(pair["mean"].sel(n=100)) != float(pair["mean"].sel(n=101))
+    other = jl.max_of_n(model, n=[100], method="montecarlo", replicates=300, rng=6)
+    assert float(other["mean"][0]) != float(alone["mean"][0])
+
+
 def test_monte_carlo_is_reproducible_and_independent_of_threads():
     model = Empirical(np.random.default_rng(2).exponential(1.0, 1000))
     before = numba.get_num_threads()
@@ -195,12 +245,6 @@ def test_monte_carlo_is_reproducible_and_independent_of_threads():
     gen = jl.max_of_n(model, n=5, quantiles=[0.5], method="montecarlo", replicates=50,
                       rng=np.random.default_rng(3))
     assert gen.attrs["seed"] == int(np.random.default_rng(3).integers(0, 2**63 - 1))
-
-
-def test_kernel_matches_reference():
-    counts = np.array([1, 7, 33], dtype=np.int64)
-    np.testing.assert_array_equal(max_uniform_complement(123, counts, 5),
-                                  max_uniform_complement_reference(123, counts, 5))
 
 
 def test_kernel_complement_is_distributed_as_min_of_uniforms():
@@ -270,6 +314,66 @@ def test_tail_warning_also_for_shifted_empirical_and_lists():
         jl.max_of_n(e, n=2, quantiles=[0.5])
 
 
+def histogram_of(samples, bins):
+    counts, edges = np.histogram(samples, bins=bins)
+    return Empirical.from_histogram(edges, counts)
+
+
+def test_tail_warning_for_histograms_as_for_empirical():
+    # one sample per bin: the histogram's top bin is the largest sample, and the warning
+    # comes at the same N as for the samples (default quantiles: from N = 11 on)
+    samples = np.arange(1.0, 1001.0)
+    hist = Empirical.from_histogram(np.arange(0.5, 1001.0), np.ones(1000))
+    for law in (Empirical(samples), hist, hist + 1e-3, [hist, hist]):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            jl.max_of_n(law, n=10 * (2 if isinstance(law, list) else 1))
+        with pytest.warns(TailWarning, match="tail='gpd'"):
+            jl.max_of_n(law, n=11 * (2 if isinstance(law, list) else 1))
+
+
+def test_histogram_past_its_support_warns_and_fits_a_tail():
+    samples = Pareto(alpha=2.0, scale=1.0).sample(20_000, rng=1)
+    hist = histogram_of(samples, np.geomspace(1.0, samples.max() * (1 + 1e-12), 500))
+    with pytest.warns(TailWarning, match="histogram of 20000 counts"):
+        plain = jl.max_of_n(hist, n=10**6)
+    # the binned law stops at the top edge
+    assert float(plain["quantiles"].isel(n=0).sel(quantile=0.99)) <= hist.upper
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fitted = jl.max_of_n(hist + 1e-3, n=10**6, tail="gpd")
+    assert "Histogram" in fitted.attrs["model"]
+    assert "generalized Pareto" in fitted.attrs["model"]
+    assert fitted.attrs["tail"] == "gpd"
+    assert float(fitted["mean"][0]) > hist.upper + 1e-3
+    # too few bins for a fit: a clear error, not a silently ignored tail
+    coarse = Empirical.from_histogram([0.0, 1.0, 2.0, 3.0], [500, 300, 200])
+    with pytest.raises(ValueError, match="generalized Pareto tail needs at least"):
+        jl.max_of_n(coarse, n=10**6, tail="gpd")
+
+
+def test_fitted_tail_on_histogram_extrapolates_to_the_true_law():
+    # as for samples: E[max] grows like N^ξ, an error Δξ gives a log-ratio of Δξ·ln N
+    alpha, n = 2.0, 10**8
+    samples = Pareto(alpha=alpha, scale=1.0).sample(100_000, rng=21)
+    hist = histogram_of(samples, np.geomspace(1.0, samples.max() * (1 + 1e-12), 2000))
+    tailed = hist.with_tail()
+    exceedances = int((samples > tailed.threshold).sum())
+    shape_se = (1 + tailed.shape) / math.sqrt(exceedances)
+    fitted = float(jl.max_of_n(hist, n=n, tail="gpd")["mean"][0])
+    truth = float(pareto_max_mean(alpha, 1.0, n))
+    assert abs(math.log(fitted / truth)) < 4 * shape_se * math.log(n)
+
+
+def test_tailed_histogram_exact_mean_agrees_with_monte_carlo():
+    samples = Exponential(mean=1.0).sample(20_000, rng=8)
+    tailed = histogram_of(samples, 400).with_tail()
+    ex = jl.max_of_n(tailed, n=[1, 100, 10**5])
+    mc = jl.max_of_n(tailed, n=[1, 100, 10**5], method="montecarlo", replicates=4000, rng=2)
+    assert float(ex["mean"][0]) == pytest.approx(tailed.mean(), rel=1e-9)
+    assert np.all(np.abs((mc["mean"] - ex["mean"]) / mc["mean_se"]).values < 4.5)
+
+
 def test_fitted_tail_mean_is_exact_sum_plus_tail_integral():
     # compare the exact path with a Monte Carlo run of the same tailed law
     samples = Exponential(mean=1.0).sample(5000, rng=8)
@@ -281,30 +385,63 @@ def test_fitted_tail_mean_is_exact_sum_plus_tail_integral():
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "message"),
+    ("kwargs", "error", "message"),
     [
-        ({"n": 0}, "n must be >= 1"),
-        ({"n": 1.5}, "whole numbers"),
-        ({"n": [[1, 2]]}, "1-D"),
-        ({"quantiles": [0.5, 1.0]}, "quantiles"),
-        ({"quantiles": [-0.1]}, "quantiles"),
-        ({"method": "magic"}, "method"),
-        ({"method": "montecarlo", "replicates": 1}, "replicates"),
-        ({"tail": "weibull"}, "tail"),
-        ({"method": "montecarlo", "rng": "seed"}, "rng"),
-        ({"method": "montecarlo", "rng": -1}, "non-negative"),
+        ({"n": 0}, ValueError, r"^n must be >= 1"),
+        ({"n": -1}, ValueError, r"^n must be >= 1, got -1"),
+        ({"n": 1.5}, ValueError, r"^n must be a whole number"),
+        ({"n": math.nan}, ValueError, r"^n must be a whole number"),
+        ({"n": math.inf}, ValueError, r"^n must be a whole number"),
+        ({"n": 1e20}, ValueError, r"^n = 1e\+20 is too large"),
+        ({"n": [10, 1e20]}, ValueError, r"^n\[1\] = 1e\+20 is too large"),
+        ({"n": [5, -1]}, ValueError, r"^n\[1\] must be >= 1, got -1"),
+        ({"n": []}, ValueError, r"^n must be a positive integer or a 1-D sequence"),
+        ({"n": [[1, 2]]}, ValueError, r"^n must be .* 1-D"),
+        ({"n": "10"}, TypeError, r"^n must be a positive integer"),
+        ({"n": [True]}, TypeError, r"^n\[0\] must be an integer"),
+        ({"quantiles": [0.5, 1.0]}, ValueError, r"^quantiles must lie strictly between"),
+        ({"quantiles": [-0.1]}, ValueError, r"^quantiles must lie strictly between"),
+        ({"quantiles": [0.0]}, ValueError, r"^quantiles must lie strictly between"),
+        ({"quantiles": [math.nan]}, ValueError, r"^quantiles must lie strictly between"),
+        ({"quantiles": ["median"]}, TypeError, r"^quantiles must be numbers"),
+        ({"quantiles": "0.5"}, TypeError, r"^quantiles must be numbers"),
+        ({"method": "magic"}, ValueError, r"^method must be 'exact' or 'montecarlo'"),
+        ({"method": None}, ValueError, r"^method must be 'exact' or 'montecarlo'"),
+        ({"tail": "weibull"}, ValueError, r"^tail must be None or 'gpd'"),
+        ({"method": "montecarlo", "replicates": 1}, ValueError, r"^replicates must be >= 2"),
+        ({"method": "montecarlo", "replicates": 2.7}, ValueError,
+         r"^replicates must be a whole number, got 2.7"),
+        ({"replicates": 2.7}, ValueError, r"^replicates must be a whole number"),
+        ({"method": "montecarlo", "replicates": math.nan}, ValueError,
+         r"^replicates must be a whole number"),
+        ({"method": "montecarlo", "replicates": "10"}, TypeError,
+         r"^replicates must be an integer, got str"),
+        ({"method": "montecarlo", "replicates": True}, TypeError,
+         r"^replicates must be an integer"),
+        ({"method": "montecarlo", "rng": "seed"}, TypeError, r"^rng must be"),
+        ({"method": "montecarlo", "rng": 2.5}, TypeError, r"^rng must be"),
+        ({"method": "montecarlo", "rng": -1}, ValueError, r"^rng seed must be non-negative"),
     ],
 )
-def test_bad_arguments_raise(kwargs, message):
-    with pytest.raises(ValueError, match=message):
+def test_bad_arguments_raise(kwargs, error, message):
+    with pytest.raises(error, match=message):
         jl.max_of_n(Exponential(mean=1.0), **kwargs)
+
+
+def test_whole_valued_float_n_is_accepted():
+    # np.logspace gives floats: whole values are numbers of processes
+    ds = jl.max_of_n(Exponential(mean=1.0), n=np.logspace(0, 3, 4))
+    np.testing.assert_array_equal(ds["n"].values, [1, 10, 100, 1000])
+    assert ds["n"].dtype == np.int64
 
 
 def test_bad_models_raise():
     with pytest.raises(ValueError, match="empty list"):
         jl.max_of_n([])
-    with pytest.raises(ValueError, match=r"dist_or_list\[1\]"):
+    with pytest.raises(TypeError, match=r"dist_or_list\[1\] is a float"):
         jl.max_of_n([Exponential(mean=1.0), 3.0])
+    with pytest.raises(TypeError, match=r"^dist_or_list is a str"):
+        jl.max_of_n("exponential")
 
 
 def test_infinite_mean_pareto():
@@ -338,3 +475,58 @@ def test_monotone_in_n_and_in_quantile(model, n):
     # E[max of N] lies between the mean of one draw and the top of the support
     assert means[0] >= model.mean() * (1 - 1e-9)
     assert np.all(means <= model.upper * (1 + 1e-12))
+
+
+def hypoexponential_max_mean(m1, m2, n):
+    """E[max of N] of X + Y, X ~ Exp(mean m1), Y ~ Exp(mean m2), m1 != m2, exactly.
+
+    F(x) = 1 − a·e^{−x/m1} − b·e^{−x/m2} with a = m1/(m1 − m2), b = m2/(m2 − m1);
+    expanding F^N by the multinomial theorem, ∫(1 − F^N) dx is the rational number
+    −Σ_{(j,k) ≠ 0} N!/((N−j−k)! j! k!)·(−a)^j·(−b)^k / (j/m1 + k/m2).
+    """
+    from fractions import Fraction
+
+    m1, m2 = Fraction(m1), Fraction(m2)
+    a, b = m1 / (m1 - m2), m2 / (m2 - m1)
+    total = Fraction(0)
+    for j in range(n + 1):
+        for k in range(n + 1 - j):
+            if j or k:
+                ways = math.comb(n, j) * math.comb(n - j, k)
+                total -= ways * (-a) ** j * (-b) ** k / (j / m1 + k / m2)
+    return float(total)
+
+
+def test_sum_of_two_exponentials_max_mean_is_exact_and_quiet():
+    # the general quadrature path on a Sum, under filterwarnings = error
+    model = Exponential(mean=1e-5) + Exponential(mean=2e-5)
+    n = [1, 2, 5, 30]
+    ds = jl.max_of_n(model, n=n, quantiles=[0.5])
+    expected = [1e-5 * hypoexponential_max_mean(1, 2, k) for k in n]
+    np.testing.assert_allclose(ds["mean"].values, expected, rtol=1e-9)
+
+
+def gamma2_max_sample(n, replicates, seed):
+    """Draws of the maximum of N Gamma(2, 1) variables: F⁻¹(U^{1/N}) by bisection on
+    the closed-form survival function (1 + x)·e^{−x}, independent of jitterlab."""
+    u = np.random.default_rng(seed).random(replicates)
+    target = np.log(-np.expm1(np.log(u) / n))  # log P(X > x) at the maximum
+    lo, hi = np.zeros(replicates), np.full(replicates, 200.0)
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        above = np.log1p(mid) - mid > target
+        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+    return 0.5 * (lo + hi)
+
+
+def test_sum_max_mean_far_in_the_tail_matches_monte_carlo_and_is_quiet():
+    # Exp + Exp of equal means is Gamma(2): at N = 10^6 the tail integral reaches
+    # levels of 1e-15 of the Sum, whose quadrature-based CDF is not precise there;
+    # the answer is, and no accuracy warning may reach the user
+    model = Exponential(mean=1.0) + Exponential(mean=1.0)
+    n = [1000, 10**6]
+    ds = jl.max_of_n(model, n=n, quantiles=[0.5])
+    for k in n:
+        draws = gamma2_max_sample(k, 200_000, seed=k)
+        se = draws.std(ddof=1) / math.sqrt(draws.size)
+        assert abs(float(ds["mean"].sel(n=k)) - draws.mean()) < 4.5 * se

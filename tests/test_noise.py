@@ -181,6 +181,60 @@ def test_fitted_tail_needs_exceedances():
         Empirical(np.arange(1000.0)).with_tail(threshold=990.0)
 
 
+def pareto_histogram(alpha, size, bins, rng):
+    """Counts of a Pareto(α, scale 1) sample in ``bins`` log-spaced bins up to its maximum."""
+    samples = Pareto(alpha=alpha, scale=1.0).sample(size, rng=rng)
+    edges = np.geomspace(1.0, samples.max() * (1 + 1e-12), bins + 1)
+    counts, _ = np.histogram(samples, bins=edges)
+    return Empirical.from_histogram(edges, counts), samples
+
+
+def test_histogram_fitted_tail_recovers_the_pareto_index():
+    # the binned maximum-likelihood fit: a Pareto(α) tail has shape ξ = 1/α
+    alpha = 2.5
+    hist, samples = pareto_histogram(alpha, 100_000, 2000, rng=11)
+    tailed = hist.with_tail()
+    assert isinstance(tailed, jl.noise.discrete.TailedHistogram)
+    exceedances = int((samples > tailed.threshold).sum())
+    se = (1 + tailed.shape) / math.sqrt(exceedances)  # MLE standard error of ξ
+    assert abs(tailed.shape - 1 / alpha) < 4 * se
+    # the threshold is a bin edge with about 5% of the counts above it
+    assert tailed.threshold in hist.edges
+    assert 0.05 <= float(hist.sf(tailed.threshold)) < 0.05 + 2 * hist.counts.max() / 1e5
+    # the body is untouched, the tail extends beyond the top bin
+    x = np.linspace(1.0, tailed.threshold, 50)
+    np.testing.assert_array_equal(tailed.sf(x), hist.sf(x))
+    assert tailed.isf(1e-9) > hist.upper
+    assert tailed.mean() == pytest.approx(alpha / (alpha - 1), rel=0.05)
+
+
+def test_histogram_tail_fit_needs_counts_in_enough_bins():
+    with pytest.raises(ValueError, match="needs at least 50 counts in at least 5 occupied bins"):
+        Empirical.from_histogram([0.0, 1.0, 2.0, 3.0], [500, 300, 200]).with_tail()
+    hist = Empirical.from_histogram(np.arange(11.0), np.full(10, 100))
+    with pytest.raises(ValueError, match="threshold must be one of the bin edges"):
+        hist.with_tail(threshold=2.5)
+    with pytest.raises(ValueError, match="threshold 8 leaves 200 counts in 2 bins"):
+        hist.with_tail(threshold=8.0)
+    with pytest.raises(ValueError, match="min_bins must be >= 3"):
+        hist.with_tail(min_bins=1)
+    assert hist.with_tail(threshold=5.0).threshold == 5.0
+
+
+def test_histogram_and_empirical_share_the_sample_limit():
+    # one sample per bin: the top bin is the largest sample, so the criterion agrees
+    samples = np.arange(1.0, 1001.0)
+    emp = Empirical(samples)
+    hist = Empirical.from_histogram(np.arange(0.5, 1001.0), np.ones(1000))
+    assert emp.top_mass == hist.top_mass == 1e-3
+    for n in (1, 10, 105, 106, 1000, 10**6):
+        assert emp.sample_limited(n) == hist.sample_limited(n)
+    assert not hist.sample_limited(105) and hist.sample_limited(106)
+    # a coarser histogram reaches its top bin sooner: its top bin holds 10 samples
+    coarse = Empirical.from_histogram(np.arange(0.5, 1001.0, 10.0), np.full(100, 10))
+    assert coarse.sample_limited(11) and not coarse.sample_limited(10)
+
+
 def brute_force_periodic_noise(period, duration, work, phases):
     """Walk one window of compute through the detours [k·period, k·period + duration)."""
     out = np.empty(phases.size)

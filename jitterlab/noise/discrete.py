@@ -12,14 +12,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, stats
 
+from .._checks import check_integer
 from .._integrate import max_isf_single, quantile_tail_integral
 from .._kernels import step_sum_one_minus_power
-from .._random import RngLike, as_generator
 from ._base import NoiseModel, check_positive, check_probability
 
-__all__ = ["Discrete", "Bernoulli", "Empirical", "Histogram", "TailedEmpirical", "TailWarning"]
+__all__ = ["Discrete", "Bernoulli", "Empirical", "Histogram", "TailedEmpirical",
+           "TailedHistogram", "TailWarning"]
 
 #: F(x)^N below exp(-_NEGLIGIBLE_LOG) counts as zero in the exact max-of-N sums
 _NEGLIGIBLE_LOG = 40.0
@@ -33,7 +34,14 @@ class TailWarning(UserWarning):
 
 def _as_times(name: str, values) -> np.ndarray:
     """Validate a 1-D array of finite non-negative times."""
-    arr = np.asarray(values, dtype=float)
+    raw = np.asarray(values)
+    if raw.dtype.kind in "USb":
+        raise TypeError(f"{name} must be numbers (times in seconds), got {values!r:.60}")
+    try:
+        arr = raw.astype(float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be numbers (times in seconds), got "
+                        f"{values!r:.60}") from None
     if arr.ndim != 1:
         arr = arr.ravel()
     if arr.size == 0:
@@ -45,6 +53,34 @@ def _as_times(name: str, values) -> np.ndarray:
     if (arr < 0).any():
         raise ValueError(f"{name} contains negative times (smallest {arr.min():g})")
     return arr
+
+
+def _top_cell_reached(top_mass: float, n: int) -> bool:
+    """True when more than 10% of maxima of ``n`` draws fall in the top cell of a
+    measured law (its largest sample, or its top occupied bin), of probability
+    ``top_mass``: beyond that N the data say nothing about the tail."""
+    if top_mass >= 1.0:
+        return n > 1
+    return -math.expm1(n * math.log1p(-top_mass)) > 0.1
+
+
+def _mean_power_on_linear_pieces(a_tail, b_tail, mass, n: int) -> np.ndarray:
+    """Mean of F^n over each piece on which the CDF rises linearly from a to b.
+
+    ``a_tail`` = 1 − a and ``b_tail`` = 1 − b are upper tails (precise near F = 1),
+    ``mass`` = b − a. The mean is (b^{n+1} − a^{n+1}) / ((n + 1)·mass), evaluated as
+    b^{n+1}·(1 − (a/b)^{n+1}) / ((n + 1)·mass) with log(a/b) = log1p(−mass/b) to stay
+    precise for huge n; a^n on pieces without mass.
+    """
+    a_tail, b_tail, mass = (np.asarray(v, dtype=float) for v in (a_tail, b_tail, mass))
+    b = 1.0 - b_tail
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        b_power = np.exp((n + 1) * np.log1p(-b_tail))
+        ratio = np.log1p(-np.minimum(np.where(b > 0, mass / b, 1.0), 1.0))  # log(a/b)
+        rising = b_power * -np.expm1((n + 1) * ratio) / ((n + 1) * mass)
+        flat = np.exp(n * np.log1p(-a_tail))
+    mean_power = np.where(mass > 1e-300, rising, flat)
+    return np.where(b > 0, mean_power, 0.0)
 
 
 class Discrete(NoiseModel):
@@ -98,9 +134,6 @@ class Discrete(NoiseModel):
 
     def mean(self) -> float:
         return self._mean
-
-    def sample(self, size, rng: RngLike = None):
-        return self.isf(as_generator(rng).random(size))
 
     @property
     def atoms(self):
@@ -192,10 +225,18 @@ class Empirical(Discrete):
         """
         return TailedEmpirical(self, threshold=threshold, min_exceedances=min_exceedances)
 
+    @property
+    def top_mass(self) -> float:
+        """Probability of the largest sample's cell: 1/m for m samples. [-]"""
+        return 1.0 / self.values.size
+
+    @property
+    def data_description(self) -> str:
+        return f"a sample of {self.values.size} values"
+
     def sample_limited(self, n: int) -> bool:
         """True when more than 10% of maxima of ``n`` draws equal the largest sample."""
-        m = self.values.size
-        return -math.expm1(n * math.log1p(-1.0 / m)) > 0.1 if m > 1 else n > 1
+        return _top_cell_reached(self.top_mass, n)
 
 
 class Histogram(NoiseModel):
@@ -206,7 +247,13 @@ class Histogram(NoiseModel):
     edges : array_like
         Increasing bin edges, length B + 1. [s]
     counts : array_like
-        Non-negative counts per bin, length B. [-]
+        Non-negative counts per bin (numbers of samples), length B. [-]
+
+    Notes
+    -----
+    The law ends at the top edge of its highest occupied bin, as an empirical law ends
+    at its largest sample: the same tail rule applies (:meth:`sample_limited`,
+    :meth:`with_tail`, ``max_of_n(..., tail="gpd")``).
     """
 
     def __init__(self, edges, counts):
@@ -220,11 +267,12 @@ class Histogram(NoiseModel):
         if np.any(~np.isfinite(counts)) or np.any(counts < 0) or counts.sum() <= 0:
             raise ValueError("counts must be finite, non-negative and not all zero")
         self.edges, self.counts = edges, counts
-        probs = counts / counts.sum()
-        self._head = np.concatenate([[0.0], np.cumsum(probs)])
-        self._tail = np.concatenate([np.cumsum(probs[::-1])[::-1], [0.0]])
+        self._probs = counts / counts.sum()
+        self._head = np.concatenate([[0.0], np.cumsum(self._probs)])
+        self._tail = np.concatenate([np.cumsum(self._probs[::-1])[::-1], [0.0]])
         self._head[-1], self._tail[0] = 1.0, 1.0
         self.lower, self.upper = float(edges[0]), float(edges[-1])
+        self._top_bin = int(np.flatnonzero(counts > 0)[-1])
 
     def cdf(self, x):
         return np.interp(np.asarray(x, dtype=float), self.edges, self._head)
@@ -244,56 +292,69 @@ class Histogram(NoiseModel):
     def params(self) -> dict:
         return {"bins": int(self.counts.size), "low": self.lower, "high": self.upper}
 
+    @property
+    def top_mass(self) -> float:
+        """Probability of the highest occupied bin. [-]"""
+        return float(self._probs[self._top_bin])
+
+    @property
+    def data_description(self) -> str:
+        return (f"a histogram of {self.counts.sum():.6g} counts whose top bin "
+                f"(up to {self.edges[self._top_bin + 1]:.6g} s) holds "
+                f"{self.counts[self._top_bin]:.6g}")
+
+    def sample_limited(self, n: int) -> bool:
+        """True when more than 10% of maxima of ``n`` draws fall in the top occupied bin.
+
+        The criterion of :meth:`Empirical.sample_limited`, the top bin taking the
+        place of the largest sample: there the law is flat up to the top edge and the
+        data say nothing about the tail.
+        """
+        return _top_cell_reached(self.top_mass, n)
+
+    def with_tail(self, threshold: float | None = None, min_exceedances: int = 50,
+                  min_bins: int = 5) -> TailedHistogram:
+        """The same body with a generalized Pareto tail fitted to the bins above
+        ``threshold`` (see :class:`TailedHistogram`)."""
+        return TailedHistogram(self, threshold=threshold, min_exceedances=min_exceedances,
+                               min_bins=min_bins)
+
+    def _bin_max_integrals(self, n: int) -> np.ndarray:
+        """∫(1 − F^n) over each bin, F linear in the bin. [s]"""
+        mean_power = _mean_power_on_linear_pieces(self._tail[:-1], self._tail[1:],
+                                                  self._probs, n)
+        return np.diff(self.edges) * (1.0 - mean_power)
+
     def _exact_max_mean(self, n: int) -> float:
-        """∫(1 − F^n) with F linear in each bin: ∫ F^n = Δ·(b^{n+1} − a^{n+1}) / ((n+1)(b − a))."""
-        a, b = self._head[:-1], self._head[1:]
-        width = np.diff(self.edges)
-        log_a = (n + 1) * np.log1p(-np.minimum(self._tail[:-1], 1.0))
-        log_b = (n + 1) * np.log1p(-self._tail[1:])
-        flat = b - a <= 0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            power_integral = np.where(
-                flat, np.power(b, n), (np.exp(log_b) - np.exp(log_a)) / ((n + 1) * (b - a)))
-        return float(self.lower + np.dot(width, 1.0 - power_integral))
+        """E[max] = lower + Σ_bins ∫(1 − F^n), in closed form on every bin."""
+        return float(self.lower + self._bin_max_integrals(n).sum())
 
 
-class TailedEmpirical(NoiseModel):
-    """An empirical body with a generalized Pareto tail fitted above a threshold.
+class _ParetoTailed(NoiseModel):
+    """A measured body below a threshold u, a generalized Pareto tail above it:
+    P(X > x) = P_body(X > u)·H(x − u), H the survival function of
+    :func:`scipy.stats.genpareto` (location 0) with the fitted shape ξ and scale σ."""
 
-    Below the threshold u the law is the empirical one; above it
-    P(X > x) = P_emp(X > u)·H(x − u), with H the survival function of the fitted
-    generalized Pareto distribution (:func:`scipy.stats.genpareto`, location 0).
-    """
-
-    def __init__(self, body: Empirical, threshold: float | None = None,
-                 min_exceedances: int = 50):
-        values = body.values
-        if threshold is None:
-            k = min(int(0.95 * values.size), values.size - min_exceedances - 1)
-            if k < 0:
-                raise ValueError(f"a tail fit needs more than {min_exceedances} samples, "
-                                 f"got {values.size}")
-            threshold = float(values[k])
-        threshold = check_positive("threshold", threshold, allow_zero=True)
-        above = values[values > threshold] - threshold
-        if above.size < min_exceedances:
-            raise ValueError(f"threshold {threshold:g} leaves {above.size} samples above it; "
-                             f"a tail fit needs at least {min_exceedances}")
-        shape, _, scale = stats.genpareto.fit(above, floc=0.0)
-        self.body, self.threshold = body, threshold
+    def _attach_tail(self, body, threshold: float, shape: float, scale: float) -> None:
+        self.body, self.threshold = body, float(threshold)
         self.shape, self.scale = float(shape), float(scale)
         self._gpd = stats.genpareto(c=self.shape, loc=0.0, scale=self.scale)
         self._p_tail = float(body.sf(threshold))
         self.lower = body.lower
-        self.upper = threshold + float(self._gpd.support()[1])
+        self.upper = self.threshold + float(self._gpd.support()[1])
+
+    def _body_params(self) -> dict:
+        """What defines the body (its size)."""
+        raise NotImplementedError
 
     @property
     def params(self) -> dict:
-        return {"samples": int(self.body.values.size), "threshold": self.threshold,
-                "shape": self.shape, "scale": self.scale}
+        return {**self._body_params(), "threshold": self.threshold, "shape": self.shape,
+                "scale": self.scale}
 
     def describe(self) -> str:
-        return (f"Empirical(samples={self.body.values.size}) with generalized Pareto tail "
+        body = ", ".join(f"{k}={v:.6g}" for k, v in self._body_params().items())
+        return (f"{type(self.body).__name__}({body}) with generalized Pareto tail "
                 f"(threshold={self.threshold:.6g}, shape={self.shape:.4g}, "
                 f"scale={self.scale:.4g})")
 
@@ -313,21 +374,182 @@ class TailedEmpirical(NoiseModel):
         return np.where(in_tail, tail, self.body.isf(np.maximum(q, self._p_tail)))
 
     def mean(self) -> float:
-        kept = self.body.values[self.body.values <= self.threshold]
-        body_part = kept.sum() / self.body.values.size
-        return float(body_part + self._p_tail * (self.threshold + self._gpd.mean()))
+        return float(self._body_mean_below() + self._p_tail * (self.threshold
+                                                               + self._gpd.mean()))
 
-    def sample(self, size, rng: RngLike = None):
-        return self.isf(as_generator(rng).random(size))
+    def _body_mean_below(self) -> float:
+        """E[X; X <= u] of the body. [s]"""
+        raise NotImplementedError
+
+    def _body_max_integral(self, n: int) -> float:
+        """lower + ∫_lower^u (1 − F^n) dx over the body. [s]"""
+        raise NotImplementedError
 
     def _exact_max_mean(self, n: int) -> float:
-        # the body: exact sum over the steps of the empirical CDF up to the threshold u
+        body = self._body_max_integral(n)
+        # the tail: quadrature in quantile space from s_u = 1 − G(u)
+        s_u = -math.expm1(n * math.log1p(-self._p_tail))
+        return float(body + quantile_tail_integral(max_isf_single(self, n), self.threshold,
+                                                   s_u, scale=max(body, self.threshold)))
+
+
+class TailedEmpirical(_ParetoTailed):
+    """An empirical body with a generalized Pareto tail fitted above a threshold.
+
+    Below the threshold u the law is the empirical one; above it
+    P(X > x) = P_emp(X > u)·H(x − u), with H the survival function of the fitted
+    generalized Pareto distribution (:func:`scipy.stats.genpareto`, location 0).
+    """
+
+    def __init__(self, body: Empirical, threshold: float | None = None,
+                 min_exceedances: int = 50):
+        min_exceedances = check_integer("min_exceedances", min_exceedances, 2)
+        values = body.values
+        if threshold is None:
+            k = min(int(0.95 * values.size), values.size - min_exceedances - 1)
+            if k < 0:
+                raise ValueError(f"a tail fit needs more than {min_exceedances} samples, "
+                                 f"got {values.size}")
+            threshold = float(values[k])
+        threshold = check_positive("threshold", threshold, allow_zero=True)
+        above = values[values > threshold] - threshold
+        if above.size < min_exceedances:
+            raise ValueError(f"threshold {threshold:g} leaves {above.size} samples above it; "
+                             f"a tail fit needs at least {min_exceedances}")
+        shape, _, scale = stats.genpareto.fit(above, floc=0.0)
+        self._attach_tail(body, threshold, shape, scale)
+
+    def _body_params(self) -> dict:
+        return {"samples": int(self.body.values.size)}
+
+    def _body_mean_below(self) -> float:
+        kept = self.body.values[self.body.values <= self.threshold]
+        return kept.sum() / self.body.values.size
+
+    def _body_max_integral(self, n: int) -> float:
+        # exact sum over the steps of the empirical CDF up to the threshold u
         values = self.body.values
         k_u = int(np.searchsorted(values, self.threshold, "right"))  # samples <= u
         steps = np.diff(np.append(values[:k_u], self.threshold))
         one_minus = -np.expm1(n * np.log1p(-self.body._tail[1:k_u + 1]))
-        body = values[0] + np.dot(steps, one_minus)
-        # the tail: quadrature in quantile space from s_u = 1 − G(u)
-        s_u = -math.expm1(n * math.log1p(-self._p_tail))
-        return float(body + quantile_tail_integral(max_isf_single(self, n), self.threshold,
-                                                   s_u))
+        return float(values[0] + np.dot(steps, one_minus))
+
+
+def _gpd_log_sf(x, shape: float, scale: float) -> np.ndarray:
+    """log H(x) of the generalized Pareto law (location 0); −inf beyond its end."""
+    x = np.asarray(x, dtype=float)
+    if abs(shape) < 1e-12:
+        return -x / scale
+    z = shape * x / scale
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(z > -1.0, -np.log1p(z) / shape, -np.inf)
+
+
+def fit_binned_gpd(lower, upper, counts) -> tuple[float, float]:
+    """Maximum-likelihood generalized Pareto fit (location 0) to binned exceedances.
+
+    Parameters
+    ----------
+    lower, upper : array_like
+        Bin edges measured from the threshold, 0 <= lower < upper. [s]
+    counts : array_like
+        Exceedances counted in each bin. [-]
+
+    Returns
+    -------
+    shape, scale : float
+        ξ [-] and σ [s] maximising Σ_b c_b·log(H(lower_b) − H(upper_b)), the
+        likelihood of the counts (it tends to the continuous likelihood as the bins
+        narrow).
+    """
+    keep = np.asarray(counts, dtype=float) > 0
+    lower = np.asarray(lower, dtype=float)[keep]
+    upper = np.asarray(upper, dtype=float)[keep]
+    counts = np.asarray(counts, dtype=float)[keep]
+    # work in units of the mean exceedance; moments of the bin midpoints start the search
+    weights = counts / counts.sum()
+    middle = 0.5 * (lower + upper)
+    unit = float(np.dot(weights, middle))
+    lower, upper, middle = lower / unit, upper / unit, middle / unit
+    variance = float(np.dot(weights, (middle - 1.0) ** 2 + (upper - lower) ** 2 / 12))
+    shape0 = float(np.clip(0.5 * (1.0 - 1.0 / variance), -0.45, 0.9))
+
+    def negative_log_likelihood(theta):
+        shape, scale = theta[0], math.exp(theta[1])
+        log_lo = _gpd_log_sf(lower, shape, scale)
+        log_hi = _gpd_log_sf(upper, shape, scale)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_mass = log_lo + np.log(-np.expm1(log_hi - log_lo))
+        value = -float(np.dot(counts, log_mass))
+        return value if math.isfinite(value) else math.inf
+
+    start = np.array([shape0, math.log(max(1.0 - shape0, 1e-3))])
+    result = optimize.minimize(negative_log_likelihood, start, method="Nelder-Mead",
+                               options={"xatol": 1e-9, "fatol": 1e-12, "maxiter": 5000})
+    if not (result.success and math.isfinite(result.fun)):
+        raise ValueError(f"the generalized Pareto fit to the binned tail did not converge: "
+                         f"{result.message}")
+    return float(result.x[0]), float(math.exp(result.x[1]) * unit)
+
+
+class TailedHistogram(_ParetoTailed):
+    """A histogram body with a generalized Pareto tail fitted to the bins above a threshold.
+
+    Below the threshold u (a bin edge) the law is the histogram's; above it
+    P(X > x) = P_hist(X > u)·H(x − u), the generalized Pareto H fitted by maximum
+    likelihood to the counts of the bins above u (:func:`fit_binned_gpd`), the binned
+    counterpart of :class:`TailedEmpirical`.
+
+    Parameters
+    ----------
+    body : Histogram
+    threshold : float, optional
+        A bin edge; default the highest edge with at least 5% of the counts above it,
+        lowered until ``min_exceedances`` counts in ``min_bins`` occupied bins lie above. [s]
+    min_exceedances : int
+        Fewest counts above the threshold. [-]
+    min_bins : int
+        Fewest occupied bins above the threshold (two parameters are fitted). [-]
+    """
+
+    def __init__(self, body: Histogram, threshold: float | None = None,
+                 min_exceedances: int = 50, min_bins: int = 5):
+        min_exceedances = check_integer("min_exceedances", min_exceedances, 2)
+        min_bins = check_integer("min_bins", min_bins, 3)
+        counts, edges = body.counts, body.edges
+        counts_above = np.cumsum(counts[::-1])[::-1]  # counts above edges[k], k < B
+        bins_above = np.cumsum((counts > 0)[::-1])[::-1]
+        enough = (counts_above >= min_exceedances) & (bins_above >= min_bins)
+        need = (f"a generalized Pareto tail needs at least {min_exceedances} counts in at "
+                f"least {min_bins} occupied bins above the threshold")
+        if threshold is None:
+            k = int(np.searchsorted(-body._tail[:-1], -0.05, "right")) - 1
+            candidates = np.flatnonzero(enough[:max(k, 0) + 1])
+            if candidates.size == 0:
+                raise ValueError(f"{need}; this histogram has {counts.sum():.6g} counts in "
+                                 f"{int(bins_above[0])} occupied bins (use finer bins)")
+            k = int(candidates[-1])
+        else:
+            threshold = check_positive("threshold", threshold, allow_zero=True)
+            matches = np.flatnonzero(np.isclose(edges[:-1], threshold, rtol=1e-12, atol=0))
+            if matches.size == 0:
+                raise ValueError(f"threshold must be one of the bin edges below the top, "
+                                 f"got {threshold:g}")
+            k = int(matches[0])
+            if not enough[k]:
+                raise ValueError(f"{need}; threshold {threshold:g} leaves "
+                                 f"{counts_above[k]:.6g} counts in {int(bins_above[k])} bins")
+        self._k_u = k
+        u = float(edges[k])
+        shape, scale = fit_binned_gpd(edges[k:-1] - u, edges[k + 1:] - u, counts[k:])
+        self._attach_tail(body, u, shape, scale)
+
+    def _body_params(self) -> dict:
+        return {"bins": int(self.body.counts.size), "counts": float(self.body.counts.sum())}
+
+    def _body_mean_below(self) -> float:
+        edges, k = self.body.edges, self._k_u
+        return float(np.dot(self.body._probs[:k], 0.5 * (edges[1:k + 1] + edges[:k])))
+
+    def _body_max_integral(self, n: int) -> float:
+        return float(self.lower + self.body._bin_max_integrals(n)[:self._k_u].sum())

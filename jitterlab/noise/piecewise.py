@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._random import RngLike, as_generator
 from ._base import NoiseModel, check_probability
-from .discrete import _as_times
+from .discrete import _as_times, _mean_power_on_linear_pieces
 
 __all__ = ["Piecewise"]
 
@@ -112,9 +111,6 @@ class Piecewise(NoiseModel):
     def mean(self) -> float:
         return self._mean
 
-    def sample(self, size, rng: RngLike = None):
-        return self.isf(as_generator(rng).random(size))
-
     def _exact_max_mean(self, n: int) -> float:
         """∫(1 − F^n) in closed form on every linear piece (F jumps at the atoms).
 
@@ -122,17 +118,7 @@ class Piecewise(NoiseModel):
         ((n + 1)(b − a)), evaluated as b^{n+1}·(1 − (a/b)^{n+1}) with log(a/b) =
         log1p(−p/b), p = b − a the piece's mass, to stay precise for huge n.
         """
-        widths = np.diff(self.knots)
-        a_tail = self._above_plus[:-1]  # 1 − a
-        b_tail = self._above_minus[1:]  # 1 − b
-        p = self._piece_mass
-        b = 1.0 - b_tail
-        with np.errstate(divide="ignore", invalid="ignore"):
-            log_b = np.log1p(-b_tail)
-            b_power = np.exp((n + 1) * log_b)
-            ratio = np.log1p(-np.where(b > 0, p / b, 1.0))
-            rising = b_power * -np.expm1((n + 1) * ratio) / ((n + 1) * p)
-            flat = np.exp(n * np.log1p(-a_tail))
-        integral_of_power = np.where(p > 1e-300, rising, flat)
-        integral_of_power = np.where(b > 0, integral_of_power, 0.0)
-        return float(self.lower + np.dot(widths, 1.0 - integral_of_power))
+        # F rises from a (after the jump at the left knot) to b (before the right one)
+        mean_power = _mean_power_on_linear_pieces(self._above_plus[:-1],
+                                                  self._above_minus[1:], self._piece_mass, n)
+        return float(self.lower + np.dot(np.diff(self.knots), 1.0 - mean_power))

@@ -1,0 +1,197 @@
+"""Every numba kernel against its plain reference implementation.
+
+* ``jitterlab._kernels`` (max-of-N): references in the same module.
+* ``jitterlab._simkernels`` (trace-driven simulation): references in
+  :mod:`jitterlab.testing` (:func:`~jitterlab.testing.walk`,
+  :func:`~jitterlab.testing.simulate_reference`).
+* ``jitterlab.bench``: the LCG work kernel against its plain-Python twin. The other
+  bench kernels (detour loop, FWQ and PB loops, the TSC read) time the machine itself;
+  they have no deterministic twin and are checked by their invariants in test_bench.py
+  and test_pb.py.
+
+Traces here hold multiples of 2^-20 s, so every sum the kernels and the references form
+is exact in float64 and the two must agree to the last bit, ties included.
+"""
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import jitterlab as jl
+from jitterlab import _kernels, _simkernels, testing
+from jitterlab.bench.fwq import _lcg, _lcg_python
+from jitterlab.noise import Empirical
+from jitterlab.noise.trace_law import trace_positions
+
+TICK = 2.0**-20  # [s]; sums of a few million ticks are exact in float64
+SEEDS = [0, 1, 123, 2**32 + 7, 2**63 - 1]
+
+
+# --------------------------------------------------------------------------------------
+# jitterlab._kernels
+# --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("z", [0, 1, 0x9E3779B97F4A7C15, 2**64 - 1, 2**63])
+def test_mix64_matches_reference(z):
+    assert int(_kernels._mix64(np.uint64(z))) == _kernels._mix64_reference(z)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_stream_key_matches_reference(seed):
+    for replicate, group, n_groups in [(0, 0, 1), (5, 2, 3), (10**6, 7, 8), (2**40, 0, 2)]:
+        kernel = int(_kernels.stream_key(seed, replicate, group, n_groups))
+        assert kernel == _kernels.stream_key_reference(seed, replicate, group, n_groups)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_max_uniform_complement_matches_reference(seed):
+    counts = np.array([1, 7, 0, 33], dtype=np.int64)  # a group with no draw gives 1
+    np.testing.assert_array_equal(_kernels.max_uniform_complement(seed, counts, 5),
+                                  _kernels.max_uniform_complement_reference(seed, counts, 5))
+
+
+def test_seed_for_n_is_a_63_bit_hash_of_seed_and_n():
+    seeds = {_kernels.seed_for_n(s, n) for s in SEEDS for n in (1, 2, 10, 10**9)}
+    assert len(seeds) == len(SEEDS) * 4
+    assert all(0 <= s < 2**63 for s in seeds)
+
+
+@pytest.mark.parametrize("power", [1, 2, 3, 17, 1000, 16_384])
+@pytest.mark.parametrize("start", [0, 123, 9_998, 9_999])
+def test_step_sum_one_minus_power_matches_reference(power, start):
+    # 10^4 points: several blocks of the parallel loop; the last starts are empty sums
+    law = Empirical(np.random.default_rng(power).gamma(2.0, 1.0, 10_000))
+    values, head = law.values, law._head
+    kernel = _kernels.step_sum_one_minus_power(values, head, power, start)
+    reference = _kernels.step_sum_one_minus_power_reference(values, head, power, start)
+    # repeated squaring against pow: squaring doubles a relative error, so F^N carries
+    # one of at most (N + 1)·ε and each term 1 − F^N an absolute one of that size
+    bound = (power + 1) * np.finfo(float).eps * (values[-1] - values[start])
+    assert abs(kernel - reference) <= bound
+    if start < values.size - 1:
+        assert reference > 0
+
+
+# --------------------------------------------------------------------------------------
+# jitterlab.bench: the LCG work kernel
+# --------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("iterations", "seed"), [(0, 1), (1, 1), (1000, 12345),
+                                                  (10_000, 2**31 - 2)])
+def test_lcg_kernel_matches_reference(iterations, seed):
+    assert int(_lcg(np.int64(iterations), np.int64(seed))) == _lcg_python(iterations, seed)
+
+
+# --------------------------------------------------------------------------------------
+# jitterlab._simkernels against jitterlab.testing
+# --------------------------------------------------------------------------------------
+def dyadic_trace(rows, seed):
+    """A random trace whose jitter and gap are whole numbers of ticks (some jitter 0)."""
+    rng = np.random.default_rng(seed)
+    jitter = rng.integers(0, 40, rows) * TICK
+    gap = rng.integers(1, 200, rows) * TICK
+    return jitter, gap
+
+
+def table_of(jitter, gap):
+    return _simkernels.pack_trace(*trace_positions(jitter, gap), jitter)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_advance_matches_event_walk(seed):
+    jitter, gap = dyadic_trace(1 + 7 * seed, seed)
+    table = table_of(jitter, gap)
+    period = float(jitter.sum() + gap.sum())
+    rng = np.random.default_rng(100 + seed)
+    starts = np.concatenate([[0.0], np.cumsum(jitter + gap)])[:-1]
+    # random instants, row starts and gap starts (ties), several cycles away
+    xs = np.concatenate([rng.integers(0, 5 * int(period / TICK), 30) * TICK,
+                         starts, starts + jitter, starts + 3 * period])
+    cpus = np.concatenate([[0.0], gap, rng.integers(1, 4 * int(period / TICK), 20) * TICK])
+    for x in xs:
+        for cpu in cpus[rng.permutation(cpus.size)[:8]]:
+            finish, row, _ = _simkernels.advance(table, x, cpu, int(rng.integers(0, 5)),
+                                                 int(rng.integers(0, 5)))
+            assert finish == testing.walk(jitter, gap, x, cpu), (x, cpu)
+            offset = x - math.floor(x / period) * period
+            assert row == np.searchsorted(starts, offset, "right") - 1
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_last_before_matches_searchsorted(strict):
+    rng = np.random.default_rng(int(strict))
+    column = np.sort(rng.integers(0, 50, 64)).astype(float)
+    column[0] = -1.0  # the condition holds at i = 0
+    table = np.column_stack([column, column, column])
+    for value in np.arange(-0.5, 52.0, 0.5):
+        for top in (0, 1, 31, 63):
+            expected = np.searchsorted(column[:top + 1], value,
+                                       "left" if strict else "right") - 1
+            for hint in (-3, 0, 5, 40, 63, 99):
+                got = _simkernels._last_before(table, 1, value, hint, top, strict)
+                assert got == max(expected, 0), (value, top, hint)
+    assert _simkernels._precedes(1.0, 1.0, False) and not _simkernels._precedes(1.0, 1.0, True)
+
+
+def test_hop_latency_matches_reference():
+    for node_size, intra in [(0, 3.0), (4, 3.0), (1, 0.5)]:
+        barrier = SimpleNamespace(cores_per_node=node_size or None, latency=7.0,
+                                  intra_node_latency=intra)
+        for child in range(1, 20):
+            parent = (child - 1) // 2
+            assert (_simkernels._hop_latency(child, parent, 7.0, intra, node_size)
+                    == testing._latency(barrier, child, parent))
+
+
+def explicit_start(jitter, gap, n, seed):
+    """Start rows and the matching offsets (a task at row s starts at gap s)."""
+    rows = np.random.default_rng(seed).integers(0, jitter.size, n)
+    starts, _ = trace_positions(jitter, gap)
+    return rows, starts[rows] + jitter[rows]
+
+
+@pytest.mark.parametrize(("n", "phases", "seed"), [(1, 3, 0), (5, 4, 1), (40, 3, 2)])
+def test_run_without_barrier_matches_reference(n, phases, seed):
+    jitter, gap = dyadic_trace(25, seed)
+    trace = jl.Trace(jitter, gap)
+    rows, offsets = explicit_start(jitter, gap, n, seed)
+    work = 300 * TICK
+    reference = testing.simulate_reference(trace, n, work, phases, start=rows, detail=True)
+    order = np.argsort(offsets, kind="stable")
+    compute = np.zeros((phases, n))
+    theta = _simkernels.run_without_barrier(table_of(jitter, gap), offsets[order], work,
+                                            phases, 3, compute)
+    np.testing.assert_array_equal(theta, reference["phase_time"].values)
+    np.testing.assert_array_equal(compute, reference["compute_time"].values[:, order])
+
+
+def tree_bounds(n, fanout):
+    """First task of every level of a breadth-first complete tree, then n."""
+    bounds, size = [0], 1
+    while bounds[-1] + size < n:
+        bounds.append(bounds[-1] + size)
+        size *= fanout
+    return np.array([*bounds, n], dtype=np.int64)
+
+
+@pytest.mark.parametrize(("n", "fanout", "cores_per_node", "seed"),
+                         [(1, 2, None, 0), (7, 2, None, 1), (30, 3, 4, 2), (64, 4, 8, 3)])
+def test_run_tree_barrier_matches_reference(n, fanout, cores_per_node, seed):
+    jitter, gap = dyadic_trace(25, seed)
+    trace = jl.Trace(jitter, gap)
+    rows, offsets = explicit_start(jitter, gap, n, seed)
+    work, send, recv, latency, intra = 300 * TICK, 3 * TICK, 2 * TICK, 5 * TICK, 1 * TICK
+    barrier = jl.TreeBarrier(fanout=fanout, send=send, recv=recv, latency=latency,
+                             cores_per_node=cores_per_node,
+                             intra_node_latency=intra if cores_per_node else None)
+    phases = 3
+    reference = testing.simulate_reference(trace, n, work, phases, start=rows,
+                                           barrier=barrier, detail=True)
+    compute, ends = np.zeros((phases, n)), np.zeros((phases, n))
+    phase_end = _simkernels.run_tree_barrier(
+        table_of(jitter, gap), offsets, work, phases, fanout, send, recv, latency,
+        intra if cores_per_node else latency, cores_per_node or 0, tree_bounds(n, fanout),
+        compute, ends)
+    np.testing.assert_array_equal(np.diff(phase_end, prepend=0.0),
+                                  reference["phase_time"].values)
+    np.testing.assert_array_equal(compute, reference["compute_time"].values)
