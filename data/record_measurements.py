@@ -16,7 +16,8 @@ disturbs another:
    2 ranks in the four set-ups of the random wait (line 2) and the broadcast (line 10)
    — both on (Algorithm 1 as printed, their Fig. 3), random wait without broadcast
    (their Fig. 4), broadcast without random wait (the two-process effect of their
-   Fig. 5) and neither —; and 4 and 8 ranks with both. On a machine with fewer CPUs
+   Fig. 5) and neither —; 2 ranks with both at the larger quanta w = 13 ms and 83 ms
+   (their Fig. 11(b) and 6(b)); and 4 and 8 ranks with both. On a machine with fewer CPUs
    than ranks those runs are *oversubscribed*: the ranks take turns on the CPUs, so
    their noise is not independent across processes (the assumption of Theorem 1). The
    manifest marks them so.
@@ -47,6 +48,7 @@ Usage (from the repository root, with jitterlab installed, e.g. in ``.venv``)::
     python data/record_measurements.py --only fwq pb            # re-record some kinds
     python data/record_measurements.py --only latency           # add or redo latency only
     python data/record_measurements.py --only pb --variants no_bcast no_wait  # some PB runs
+    python data/record_measurements.py --only pb --works 0.013 0.083  # PB at 13 and 83 ms
     python data/record_measurements.py --only session           # jitSim Fig. 7 session
     python data/record_measurements.py --cpus 1 --detour-seconds 120
     python data/record_measurements.py --dry-run    # print the commands only
@@ -130,6 +132,9 @@ PB_SETUPS = {
     "no_wait": (["--no-random-wait"], "with the broadcast, without the random wait (the "
                 "two-process effect of Garg & De Fig. 5)"),
 }
+#: larger work quanta of 2-rank PB runs (with random wait and broadcast): Garg & De's
+#: Fig. 11(b) (13 ms) and Fig. 6(b) (83 ms)
+PB_LARGE_WORKS = (13e-3, 83e-3)
 #: ranks of the jitSim session's compute-barrier loops (De & Mann 2010, Fig. 7)
 SESSION_RANKS = (1, 2, 4, 8)
 #: Garg & De's work quanta: 300 µs (Fig. 6-9, 11), 13 ms (Fig. 11), 83 ms (Fig. 6)
@@ -355,10 +360,11 @@ def plan(args) -> list[dict]:
                 "units": {"iteration_time": "s"},
                 "loader": f"jitterlab.datasets.load_fwq({work:g})"})
     if "pb" in args.only:
-        runs = [(2, variant) for variant in PB_SETUPS] + [
-            (ranks, "default") for ranks in PB_RANKS if ranks != 2]
-        for ranks, variant in runs:
-            jobs.append(pb_job(ranks, variant, args.pb_work, args.pb_seconds,
+        runs = [(2, variant, args.pb_work) for variant in PB_SETUPS] + [
+            (2, "default", work) for work in PB_LARGE_WORKS] + [
+            (ranks, "default", args.pb_work) for ranks in PB_RANKS if ranks != 2]
+        for ranks, variant, work in runs:
+            jobs.append(pb_job(ranks, variant, work, args.pb_seconds,
                                args.pb_max_samples, PB_SETUPS[variant]))
     if "latency" in args.only:
         for ranks in LATENCY_RANKS:
@@ -385,9 +391,12 @@ def plan(args) -> list[dict]:
         jobs += session_jobs(args)
     if args.variants:
         jobs = [job for job in jobs if job["variant"] in args.variants]
-        if not jobs:
-            sys.exit(f"record_measurements: no measurement of {', '.join(args.only)} has a "
-                     f"variant in {args.variants}")
+    if args.works:
+        jobs = [job for job in jobs if job.get("work") is not None
+                and any(np.isclose(job["work"], work, rtol=1e-9) for work in args.works)]
+    if not jobs:
+        sys.exit(f"record_measurements: no measurement of {', '.join(args.only)} has a "
+                 f"variant in {args.variants} and a work quantum in {args.works}")
     return jobs
 
 
@@ -742,6 +751,9 @@ def parse_args(argv=None):
                         "(default 1000)")
     parser.add_argument("--latency-barriers", type=int, default=None,
                         help="empty barriers of each latency run (default 5000)")
+    parser.add_argument("--works", nargs="+", type=float, default=None,
+                        help="of the steps chosen, record only the files of these work "
+                        "quanta in seconds (e.g. --only pb --works 0.013 0.083)")
     parser.add_argument("--session-detour-seconds", type=float, default=None,
                         help="length of each detour trace of the jitSim session (default 30)")
     parser.add_argument("--session-pb-seconds", type=float, default=None,
@@ -782,7 +794,7 @@ def main(argv=None) -> int:
 
     manifest = read_manifest(output)
     host = platform.node()
-    partial = set(args.only) != set(STEPS) or bool(args.variants)
+    partial = set(args.only) != set(STEPS) or bool(args.variants) or bool(args.works)
     if (manifest is not None and partial
             and manifest.get("machine", {}).get("host") != host):
         sys.exit(f"record_measurements: {output / MANIFEST} describes host "

@@ -342,7 +342,7 @@ def load_fwq(work: float, cpu: int | None = None):
     return read_fwq_samples(measurement_path(entry))
 
 
-def load_pb(ranks: int = 2, variant: str = "default"):
+def load_pb(ranks: int = 2, variant: str = "default", work: float = 300e-6):
     """A shipped run of the Parallel Benchmark (Garg & De 2006, Algorithm 1).
 
     Parameters
@@ -358,6 +358,9 @@ def load_pb(ranks: int = 2, variant: str = "default"):
         ``"session"``: the compute-barrier loop (no wait, no broadcast) of the jitSim
         session, at 1, 2, 4 or 8 ranks, recorded right after the session's detour traces
         (``load_detour(cpu, "session")``).
+    work : float, default 300e-6
+        The work quantum w of the run: 300 µs for every set-up, and 13 ms and 83 ms
+        (Garg & De's Fig. 11(b) and 6(b)) for 2 ranks with the default set-up. [s]
 
     Returns
     -------
@@ -378,7 +381,8 @@ def load_pb(ranks: int = 2, variant: str = "default"):
 
     if variant not in PB_VARIANTS:
         raise ValueError(f"variant must be one of {PB_VARIANTS}, got {variant!r}")
-    entry = _select("pb", "Parallel Benchmark run", ranks=int(ranks), variant=variant)
+    entry = _select("pb", "Parallel Benchmark run", ranks=int(ranks), variant=variant,
+                    work=float(work))
     return read_pb(measurement_path(entry))
 
 
