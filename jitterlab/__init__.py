@@ -7,7 +7,7 @@ of jitter traces (:class:`Trace`, :func:`simulate`).
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import bench, characterize, datasets, io, noise, synthetic, validate
+from . import bench, characterize, correlated, datasets, io, noise, synthetic, validate
 from .bounds import arrival_offsets, barrier_time, theorem1_bounds, tree_depth
 from .io import read_trace
 from .maxofn import max_of_n
@@ -24,4 +24,5 @@ __all__ = [
     "noise", "max_of_n", "theorem1_bounds", "tree_depth", "arrival_offsets", "barrier_time",
     "Trace", "read_trace", "synthetic_trace", "coscheduled_trace", "simulate", "TreeBarrier",
     "io", "synthetic", "bench", "characterize", "validate", "datasets", "__version__",
+    "correlated",
 ]
