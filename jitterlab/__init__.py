@@ -12,7 +12,7 @@ from .bounds import arrival_offsets, barrier_time, theorem1_bounds, tree_depth
 from .io import read_trace
 from .maxofn import max_of_n
 from .simulate import TreeBarrier, simulate
-from .synthetic import coscheduled_trace, synthetic_trace
+from .synthetic import coscheduled_trace, jitsim_coscheduled_trace, jitsim_trace, synthetic_trace
 from .trace import Trace
 
 try:
@@ -22,7 +22,8 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 
 __all__ = [
     "noise", "max_of_n", "theorem1_bounds", "tree_depth", "arrival_offsets", "barrier_time",
-    "Trace", "read_trace", "synthetic_trace", "coscheduled_trace", "simulate", "TreeBarrier",
+    "Trace", "read_trace", "synthetic_trace", "coscheduled_trace", "jitsim_trace",
+    "jitsim_coscheduled_trace", "simulate", "TreeBarrier",
     "io", "synthetic", "bench", "characterize", "validate", "datasets", "__version__",
     "correlated",
 ]
