@@ -10,6 +10,7 @@ from scipy import stats
 import jitterlab as jl
 from jitterlab.validate import (
     MaxOfN,
+    anomaly_detection_power,
     check_independence,
     compare,
     find_anomalies,
@@ -470,3 +471,110 @@ def test_independence_bad_input(kwargs, error, pattern):
     arguments = {"samples": np.random.default_rng(0).normal(size=(2, 50)), **kwargs}
     with pytest.raises(error, match=pattern):
         check_independence(**arguments)
+
+
+# --------------------------------------------------------------------------------------
+# the detector's power and false alarms
+# --------------------------------------------------------------------------------------
+def clean_cluster(seed, ranks=16, samples=2000):
+    compute = WORK + np.random.default_rng(seed).exponential(1e-5, (ranks, samples))
+    return xr.Dataset({"compute": (("rank", "sample"), compute, {"units": "s"})},
+                      coords={"rank": np.arange(ranks)})
+
+
+def test_power_is_zero_below_the_quantile_share_and_one_above_it():
+    # a detour in 0.1 % of 2000 iterations (≈ 2) moves the 99th percentile (the 20th
+    # largest) by about one spacing of the order statistics, however long it is; in
+    # 5 % it moves it by the detour's length. Identical ranks (pooled): no other cause.
+    power = anomaly_detection_power(clean_cluster(0), [1e-3], [0.001, 0.05],
+                                    slow_ranks=[3], replicates=100, resample="pooled",
+                                    rng=4)
+    detected = power["detection_probability"].sel(duration=1e-3).values
+    assert detected[0] <= binomial_limit(100, 0.01) / 100  # at most a rare false alarm
+    assert detected[1] >= 1 - binomial_limit(100, 0.001) / 100
+    assert power.attrs["slow_ranks"] == [3] and power.attrs["n_ranks"] == 16
+    assert power["duration"].attrs["units"] == "s"
+    for share, interval in [(detected[1], power["detection_probability_ci"].values[0, 1]),
+                            (float(power["false_alarm_rate"]),
+                             power["false_alarm_rate_ci"].values)]:
+        k = round(share * 100)  # Clopper-Pearson, with its closed-form ends at 0 and n
+        low = 0.0 if k == 0 else stats.beta.ppf(0.025, k, 101 - k)
+        high = 1.0 if k == 100 else stats.beta.ppf(0.975, k + 1, 100 - k)
+        np.testing.assert_allclose(interval, [low, high], rtol=1e-12)
+    assert power["false_alarm_rate_ci"].values[1] == pytest.approx(1 - 0.025 ** (1 / 100)) \
+        or float(power["false_alarm_rate"]) > 0  # k = 0: 1 − (α/2)^(1/n)
+
+
+def test_power_grows_with_the_detour_length_and_frequency():
+    power = anomaly_detection_power(clean_cluster(1), [2e-6, 2e-5, 2e-4],
+                                    [0.005, 0.01, 0.02, 0.05], slow_ranks=[0, 5],
+                                    replicates=60, rng=2)
+    counts = power["detection_probability"].values
+    # common random numbers: more or longer detours never lose a detection
+    assert (np.diff(counts, axis=0) >= 0).all() and (np.diff(counts, axis=1) >= 0).all()
+    assert counts[0, 0] < counts[-1, -1]
+    se = power["detection_probability_se"].values
+    np.testing.assert_allclose(se, np.sqrt(counts * (1 - counts) / 60))
+
+
+def test_power_matches_find_anomalies_run_by_run():
+    # reference: the same draws, injected explicitly and judged by find_anomalies
+    clean = clean_cluster(2, ranks=8, samples=500)
+    durations, probabilities, replicates = [5e-6, 5e-5], [0.01, 0.05], 6
+    power = anomaly_detection_power(clean, durations, probabilities, slow_ranks=[6],
+                                    replicates=replicates, threshold=3.0, rng=9)
+    gen = np.random.default_rng(9)
+    rows = clean["compute"].values
+    detected, alarms = np.zeros((2, 2)), 0
+    for _ in range(replicates):
+        runs = np.array([row[gen.integers(0, row.size, row.size)] for row in rows])
+        run = xr.Dataset({"compute": (("rank", "sample"), runs)})
+        alarms += len(find_anomalies(run, threshold=3.0)) > 0
+        uniforms = gen.random(rows.shape[1])
+        for j, p in enumerate(probabilities):
+            for i, duration in enumerate(durations):
+                injected = runs.copy()
+                injected[6] += duration * (uniforms < p)
+                found = find_anomalies(xr.Dataset({"compute": (("rank", "sample"),
+                                                               injected)}), threshold=3.0)
+                detected[i, j] += 6 in found.index
+    np.testing.assert_array_equal(power["detection_probability"].values,
+                                  detected / replicates)
+    assert float(power["false_alarm_rate"]) == alarms / replicates
+
+
+def test_pooled_false_alarm_rate_matches_fresh_clean_runs():
+    # identical ranks: the rate from resampling one run must estimate the rate of new runs
+    threshold, fresh_runs = 3.0, 600
+    rates = [float(anomaly_detection_power(clean_cluster(seed), [1e-4], [0.05],
+                                           replicates=100, threshold=threshold,
+                                           resample="pooled", rng=seed)["false_alarm_rate"])
+             for seed in range(10)]
+    fresh = np.mean([len(find_anomalies(clean_cluster(seed), threshold=threshold)) > 0
+                     for seed in range(1000, 1000 + fresh_runs)])
+    se = math.hypot(np.std(rates, ddof=1) / math.sqrt(len(rates)),
+                    math.sqrt(fresh * (1 - fresh) / fresh_runs))
+    assert abs(np.mean(rates) - fresh) < 4 * se
+
+
+@pytest.mark.parametrize(("kwargs", "error", "pattern"), [
+    ({"clean": None}, TypeError, r"\bclean\b"),
+    ({"durations": [0.0]}, ValueError, "durations"),
+    ({"durations": []}, ValueError, "durations"),
+    ({"durations": "1ms"}, TypeError, "durations"),
+    ({"probabilities": [1.5]}, ValueError, "probabilities"),
+    ({"probabilities": [0.0]}, ValueError, "probabilities"),
+    ({"probabilities": [math.nan]}, ValueError, "probabilities"),
+    ({"slow_ranks": [99]}, ValueError, "slow_ranks.*99"),
+    ({"slow_ranks": list(range(8))}, ValueError, "slow_ranks.*fewer than half"),
+    ({"replicates": 0}, ValueError, "replicates"),
+    ({"confidence": 0.0}, ValueError, "confidence"),
+    ({"resample": "block"}, ValueError, "resample"),
+    ({"quantile": 1.0}, ValueError, "quantile"),
+    ({"threshold": -1.0}, ValueError, "threshold"),
+])
+def test_power_bad_input(kwargs, error, pattern):
+    arguments = {"clean": clean_cluster(0, ranks=16, samples=50), "durations": [1e-5],
+                 "probabilities": [0.1], "replicates": 2, "rng": 0, **kwargs}
+    with pytest.raises(error, match=pattern):
+        anomaly_detection_power(**arguments)
