@@ -25,6 +25,7 @@ References
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -39,6 +40,8 @@ __all__ = ["PeriodicSource", "PoissonSource", "trace_from_sources", "synthetic_t
 
 
 def _check(name: str, value, *, low: float = 0.0, allow_low: bool = True) -> float:
+    if isinstance(value, str | bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
     value = float(value)
     if not math.isfinite(value) or value < low or (value == low and not allow_low):
         bound = f">= {low:g}" if allow_low else f"> {low:g}"
@@ -220,7 +223,14 @@ def trace_from_sources(sources: Sequence[PeriodicSource | PoissonSource], durati
 
 def _standard_sources(tick_hz, tick_duration, tick_spread, daemons, interrupt_rate,
                       interrupt_alpha, interrupt_scale, interrupt_cap):
+    # check the arguments under their own names before the sources check theirs
     tick_hz = _check("tick_hz", tick_hz)
+    _check("tick_duration", tick_duration)
+    if _check("tick_spread", tick_spread) > 1:
+        raise ValueError(f"tick_spread must be at most 1, got {tick_spread!r}")
+    _check("interrupt_rate", interrupt_rate)
+    _check("interrupt_alpha", interrupt_alpha, allow_low=False)
+    _check("interrupt_scale", interrupt_scale, allow_low=False)
     ticks = ([PeriodicSource(1.0 / tick_hz, tick_duration, spread=tick_spread, name="tick")]
              if tick_hz > 0 else [])
     periodic = []
