@@ -155,3 +155,22 @@ def test_from_samples_recovers_the_copula_of_correlated_data():
 def test_bad_input(call, error, pattern):
     with pytest.raises(error, match=pattern):
         call()
+
+
+def test_common_mode_component_is_a_sum_with_the_max_of_the_private_noise():
+    # δ_i = c + ε_i, c shared by the N ranks of an iteration: max_i = c + max_i ε_i
+    common = jl.noise.Bernoulli(p=0.2, duration=2.7e-5)
+    law = common + MaxOfN(NOISE, n=8)
+    harmonic = sum(1 / k for k in range(1, 9))
+    assert law.mean() == pytest.approx(0.2 * 2.7e-5 + 3e-4 + 1e-5 * harmonic, rel=1e-9)
+    x = 3e-4 + np.array([1e-5, 3e-5, 6e-5])
+    private = MaxOfN(NOISE, n=8)
+    np.testing.assert_allclose(law.cdf(x), 0.8 * private.cdf(x) + 0.2 * private.cdf(x - 2.7e-5),
+                               rtol=1e-9)
+    # Monte Carlo of the vector itself
+    rng = np.random.default_rng(5)
+    m = 40000
+    vector = common.sample((m, 1), rng=rng) + NOISE.sample((m, 8), rng=rng)
+    maxima = vector.max(axis=1)
+    for point, p in zip(x, law.cdf(x), strict=True):
+        assert abs(np.mean(maxima <= point) - p) < 4 * math.sqrt(p * (1 - p) / m)
