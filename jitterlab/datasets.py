@@ -49,8 +49,8 @@ MANIFEST_VERSION = 1
 #: columns of :func:`list_measurements`, in order
 MEASUREMENT_COLUMNS = ("file", "kind", "variant", "cpu", "ranks", "work", "threshold",
                        "duration", "quick", "oversubscribed", "collected_at", "host",
-                       "cpu_model", "n_cpus", "kernel", "bytes", "sha256", "command",
-                       "description")
+                       "cpu_model", "n_cpus", "kernel", "load_before", "load_after", "bytes",
+                       "sha256", "command", "description")
 
 #: variants of the shipped detour traces and Parallel Benchmark runs
 DETOUR_VARIANTS = ("fixed_threshold", "default_threshold", "session")
@@ -156,8 +156,10 @@ def list_measurements() -> pd.DataFrame:
         with ``--quick``: a few seconds, for development only), ``oversubscribed``
         (PB and latency runs with more ranks than CPUs: the noise of the ranks is not
         independent), ``collected_at`` (ISO UTC), ``host``, ``cpu_model``,
-        ``n_cpus``, ``kernel``, ``bytes``, ``sha256``, ``command`` (exactly as run) and
-        ``description``. ``df.attrs`` holds the
+        ``n_cpus``, ``kernel``, ``load_before`` and ``load_after`` (the machine's
+        1-minute load average right before and after the recording: above about 1 on
+        this machine, something else was running) [-], ``bytes``, ``sha256``,
+        ``command`` (exactly as run) and ``description``. ``df.attrs`` holds the
         manifest's top-level entries (the recording command, the machine, the
         jitterlab version and commit) and ``path``.
 
@@ -174,9 +176,12 @@ def list_measurements() -> pd.DataFrame:
         row = {column: entry.get(column) for column in MEASUREMENT_COLUMNS}
         for key in ("host", "cpu_model", "n_cpus", "kernel"):
             row[key] = machine.get(key)
+        for key in ("before", "after"):
+            load = entry.get(f"load_average_{key}")
+            row[f"load_{key}"] = float(load[0]) if load else math.nan
         rows.append(row)
     table = pd.DataFrame(rows, columns=list(MEASUREMENT_COLUMNS)).set_index("file")
-    for column in ("work", "threshold", "duration"):
+    for column in ("work", "threshold", "duration", "load_before", "load_after"):
         table[column] = pd.to_numeric(table[column], errors="coerce").astype("float64")
     for column in ("cpu", "ranks", "n_cpus", "bytes"):
         table[column] = pd.array(table[column].tolist(), dtype="Int64")
