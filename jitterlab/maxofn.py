@@ -309,7 +309,7 @@ def max_of_n(dist_or_list, n=None, method: str = "exact",
     --------
     >>> import jitterlab as jl
     >>> ds = jl.max_of_n(jl.noise.Exponential(mean=1e-5), n=[1, 1000])
-    >>> [round(v * 1e6, 3) for v in ds["mean"].values]  # 10 µs · H_N
+    >>> [round(float(v) * 1e6, 3) for v in ds["mean"].values]  # 10 µs · H_N
     [10.0, 74.855]
     """
     models = _as_models(dist_or_list)

@@ -20,7 +20,7 @@ from .._kernels import step_sum_one_minus_power
 from ._base import NoiseModel, check_positive, check_probability
 
 __all__ = ["Discrete", "Bernoulli", "Empirical", "Histogram", "TailedEmpirical",
-           "TailedHistogram", "TailWarning"]
+           "TailedHistogram", "TailWarning", "fit_binned_gpd"]
 
 #: F(x)^N below exp(-_NEGLIGIBLE_LOG) counts as zero in the exact max-of-N sums
 _NEGLIGIBLE_LOG = 40.0
