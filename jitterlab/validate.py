@@ -949,8 +949,9 @@ def check_independence(samples, thresholds=None, *, variable: str = "compute",
         ``independent_exceedance_se``, ``exceedance_excess`` (their difference) with
         ``exceedance_excess_se`` and ``exceedance_excess_ci``, ``exceedance_ratio``
         and ``exceedance_pvalue`` [1]. Per rank: ``exceedance`` P(rank > x) (dims
-        ``rank``, ``threshold``) and ``lag1_autocorrelation`` [1] (large values mean
-        the analytic standard errors are too small). Scalars: ``n_iterations``,
+        ``rank``, ``threshold``) and ``lag1_autocorrelation``, the Spearman correlation
+        of consecutive iterations [1] (large values mean the analytic standard errors
+        are too small). Scalars: ``n_iterations``,
         ``smallest_pvalue`` (Bonferroni-adjusted over every test) and ``independent``
         (True unless that adjusted p-value is below 1 − confidence). Attributes: null,
         resamples, confidence, provenance.
@@ -1079,7 +1080,7 @@ def check_independence(samples, thresholds=None, *, variable: str = "compute",
         "exceedance_pvalue": var(("threshold",), p_excess, "1",
                                  f"p-value of excess = 0 against {null}-resampled ranks"),
         "lag1_autocorrelation": var(("rank",), lag1, "1",
-                                    "correlation of consecutive iterations of a rank"),
+                                    "rank correlation of consecutive iterations of a rank"),
         "smallest_pvalue": var((), smallest, "1",
                                "smallest p-value × number of tests (Bonferroni), at most 1"),
         "independent": var((), smallest >= 1 - confidence, "1",
@@ -1105,6 +1106,6 @@ def check_independence(samples, thresholds=None, *, variable: str = "compute",
 
 
 def _lag1(row: np.ndarray) -> float:
-    a, b = row[:-1] - row.mean(), row[1:] - row.mean()
-    denominator = math.sqrt(float(a @ a) * float(b @ b))
-    return float(a @ b) / denominator if denominator > 0 else math.nan
+    """Spearman correlation of consecutive samples (one long outlier cannot hide it)."""
+    ranks = _normalised_ranks(np.stack([row[:-1], row[1:]]))
+    return float(ranks[0] @ ranks[1]) if np.any(ranks[0]) and np.any(ranks[1]) else math.nan

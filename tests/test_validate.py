@@ -578,3 +578,15 @@ def test_power_bad_input(kwargs, error, pattern):
                  "probabilities": [0.1], "replicates": 2, "rng": 0, **kwargs}
     with pytest.raises(error, match=pattern):
         anomaly_detection_power(**arguments)
+
+
+def test_lag1_autocorrelation_is_not_hidden_by_one_long_iteration():
+    from scipy import signal
+
+    noise = np.random.default_rng(3).normal(size=(2, 2200))
+    series = WORK + 1e-6 * signal.lfilter([1.0], [1.0, -0.9], noise, axis=1)[:, 200:]
+    series[0, 1000] = 1.0  # one iteration of a second, as a descheduled rank would record
+    lag1 = check_independence(series, resamples=1, rng=0)["lag1_autocorrelation"].values
+    # Spearman lag-1 of an AR(1) with φ = 0.9: (6/π)·asin(0.45) ≈ 0.89, SE ≈ 1/√2000
+    expected = 6 / math.pi * math.asin(0.45)
+    np.testing.assert_allclose(lag1, expected, atol=4 * 2 / math.sqrt(2000))
