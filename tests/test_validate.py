@@ -587,6 +587,7 @@ def test_lag1_autocorrelation_is_not_hidden_by_one_long_iteration():
     series = WORK + 1e-6 * signal.lfilter([1.0], [1.0, -0.9], noise, axis=1)[:, 200:]
     series[0, 1000] = 1.0  # one iteration of a second, as a descheduled rank would record
     lag1 = check_independence(series, resamples=1, rng=0)["lag1_autocorrelation"].values
-    # Spearman lag-1 of an AR(1) with φ = 0.9: (6/π)·asin(0.45) ≈ 0.89, SE ≈ 1/√2000
+    # Spearman lag-1 of a Gaussian AR(1) with φ = 0.9: (6/π)·asin(0.45) ≈ 0.89; Bartlett's
+    # variance of a lag-1 autocorrelation, (1 − φ²)/m, gives its standard error
     expected = 6 / math.pi * math.asin(0.45)
-    np.testing.assert_allclose(lag1, expected, atol=4 * 2 / math.sqrt(2000))
+    np.testing.assert_allclose(lag1, expected, atol=4 * math.sqrt((1 - 0.81) / 2000))
