@@ -28,9 +28,8 @@ from scipy import optimize, special
 from ._checks import check_probability, check_size
 from ._integrate import quad, quantile_tail_integral
 from ._random import RngLike, as_generator
-from .maxofn import _as_models, _as_n, _log_cdf_of_max, exact_max_mean, process_counts
-from .noise import NoiseModel
-from .validate import _normalised_ranks, _paired_samples, _spearman_pairs
+from .maxofn import _log_cdf_of_max, exact_max_mean
+from .validate import MaxOfN, _normalised_ranks, _paired_samples, _spearman_pairs
 
 __all__ = ["GaussianCopulaMax", "gaussian_rho"]
 
@@ -83,7 +82,7 @@ def _check_rho(rho) -> float:
     return rho
 
 
-class GaussianCopulaMax(NoiseModel):
+class GaussianCopulaMax(MaxOfN):
     """The law of max over N processes of w + δ_i tied by a Gaussian copula.
 
     Process i keeps its own law F_i (as in :func:`jitterlab.max_of_n`: law i mod K of
@@ -111,7 +110,8 @@ class GaussianCopulaMax(NoiseModel):
     a one-dimensional integral for any N, evaluated by the trapezoid rule on a grid of
     v finer than the width of its integrand. ρ = 0 gives the independent max-of-N,
     Π_k F_k(x)^{c_k}; ρ = 1 the comonotone law min_k F_k(x) (one law: the law itself).
-    The representation holds for discrete laws too (F⁻¹ the generalised inverse), so
+    The class extends :class:`jitterlab.validate.MaxOfN` (its law at ρ = 0). The
+    representation holds for discrete laws too (F⁻¹ the generalised inverse), so
     measured ``Empirical`` laws can be used. The copula is a model of the dependence,
     not a measurement of it: it ties the processes by one number, the same for every
     pair, through the whole range of the laws, and cannot represent dependence that
@@ -133,13 +133,9 @@ class GaussianCopulaMax(NoiseModel):
     """
 
     def __init__(self, dist_or_list, n: int, rho: float):
-        self.models = _as_models(dist_or_list)
-        self.n = int(_as_n(n, len(self.models))[0])
-        self.rho = _check_rho(rho)
-        self.counts = process_counts(len(self.models), self.n)
-        active = [m for m, c in zip(self.models, self.counts, strict=True) if c > 0]
-        self.lower = max(m.lower for m in active)
-        self.upper = max(m.upper for m in active)
+        rho = _check_rho(rho)
+        super().__init__(dist_or_list, n)  # the laws, N and the processes on each law
+        self.rho = rho
         if 0 < self.rho < _COMONOTONE:
             # width in v of the step of the integrand: the step sharpens as ρ → 1 and,
             # slowly, as N grows; keep several grid points across it
@@ -190,10 +186,6 @@ class GaussianCopulaMax(NoiseModel):
         return law
 
     # -- the distribution ----------------------------------------------------------------
-    def _active(self):
-        pairs = [(m, c) for m, c in zip(self.models, self.counts, strict=True) if c > 0]
-        return [m for m, _ in pairs], [int(c) for _, c in pairs]
-
     def _both(self, x) -> tuple[np.ndarray, np.ndarray]:
         """(P(max ≤ x), P(max > x)), each without cancellation."""
         x = np.asarray(x, dtype=np.float64)
@@ -320,15 +312,6 @@ class GaussianCopulaMax(NoiseModel):
 
     # -- metadata ----------------------------------------------------------------------
     @property
-    def atoms(self):
-        atoms = [m.atoms for m in self._active()[0]]
-        if any(a is None for a in atoms):
-            return None
-        merged = np.unique(np.concatenate(atoms))
-        return merged[merged >= self.lower]
-
-    @property
     def params(self) -> dict:
-        return {"n": self.n, "rho": self.rho,
-                "laws": "; ".join(m.describe() for m in self.models)}
+        return {**super().params, "rho": self.rho}
 

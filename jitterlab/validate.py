@@ -784,20 +784,34 @@ def _detector_input(ds, quantile, variable, threshold, side, sample_dim, rank_di
             or not 0 < quantile < 1:
         raise ValueError(f"quantile must lie strictly between 0 and 1, got {quantile!r}")
     threshold = check_positive("threshold", threshold)
-    if isinstance(ds, xr.Dataset):
-        if variable not in ds:
-            raise ValueError(f"the Dataset has no variable {variable!r}; it has "
-                             f"{list(ds.data_vars)}")
-        array = ds[variable]
-    elif isinstance(ds, xr.DataArray):
-        array = ds
-    else:
+    if not isinstance(ds, xr.Dataset | xr.DataArray):
         raise TypeError(f"{name} must be an xarray Dataset or DataArray, got "
                         f"{type(ds).__name__}")
-    if set(array.dims) != {rank_dim, sample_dim}:
-        raise ValueError(f"{variable!r} must have dims ({rank_dim!r}, {sample_dim!r}), got "
-                         f"{array.dims}")
-    return array, threshold
+    return _rank_sample_array(ds, name, variable, sample_dim, rank_dim), threshold
+
+
+def _rank_sample_array(data, name, variable, sample_dim, rank_dim) -> xr.DataArray:
+    """The (rank, sample) DataArray of a Dataset's variable, a DataArray or a 2-D array."""
+    if isinstance(data, xr.Dataset):
+        if variable not in data:
+            raise ValueError(f"{name}: the Dataset has no variable {variable!r}; it has "
+                             f"{list(data.data_vars)}")
+        data = data[variable]
+    if isinstance(data, xr.DataArray):
+        if set(data.dims) != {rank_dim, sample_dim}:
+            raise ValueError(f"{name}: {data.name or variable!r} must have dims "
+                             f"({rank_dim!r}, {sample_dim!r}), got {data.dims}")
+        return data.astype(np.float64).transpose(rank_dim, sample_dim)
+    try:
+        values = np.asarray(data, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be an xarray Dataset or DataArray with dims "
+                        f"({rank_dim!r}, {sample_dim!r}) or a 2-D array (rank, sample), got "
+                        f"{type(data).__name__}") from None
+    if values.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (rank, sample), got shape {values.shape}")
+    return xr.DataArray(values, dims=(rank_dim, sample_dim),
+                        coords={rank_dim: np.arange(values.shape[0])})
 
 
 def _flags(scores: np.ndarray, threshold: float, side: str) -> np.ndarray:
@@ -823,27 +837,7 @@ DEFAULT_EXCEEDANCE_LEVELS = (0.5, 0.75, 0.9, 0.95, 0.99)
 
 def _paired_samples(samples, variable, sample_dim, rank_dim) -> xr.DataArray:
     """(rank, sample) samples of the iterations that every rank measured."""
-    if isinstance(samples, xr.Dataset):
-        if variable not in samples:
-            raise ValueError(f"samples has no variable {variable!r}; it has "
-                             f"{list(samples.data_vars)}")
-        samples = samples[variable]
-    if isinstance(samples, xr.DataArray):
-        if set(samples.dims) != {rank_dim, sample_dim}:
-            raise ValueError(f"samples must have dims ({rank_dim!r}, {sample_dim!r}), got "
-                             f"{samples.dims}")
-        array = samples.astype(np.float64).transpose(rank_dim, sample_dim)
-    else:
-        try:
-            values = np.asarray(samples, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise TypeError("samples must be an xarray Dataset or DataArray with dims "
-                            f"({rank_dim!r}, {sample_dim!r}) or a 2-D array (rank, sample), "
-                            f"got {type(samples).__name__}") from None
-        if values.ndim != 2:
-            raise ValueError(f"samples must be 2-D (rank, sample), got shape {values.shape}")
-        array = xr.DataArray(values, dims=(rank_dim, sample_dim),
-                             coords={rank_dim: np.arange(values.shape[0])})
+    array = _rank_sample_array(samples, "samples", variable, sample_dim, rank_dim)
     if array.sizes[rank_dim] < 2:
         raise ValueError(f"samples must hold at least 2 ranks to test independence, got "
                          f"{array.sizes[rank_dim]}")
