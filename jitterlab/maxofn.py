@@ -108,13 +108,16 @@ def exact_max_quantile(models: Sequence[NoiseModel], counts, q) -> np.ndarray:
 def exact_max_mean(models: Sequence[NoiseModel], counts, closed_form: bool = True) -> float:
     """E[max over processes] = L + ∫_L^∞ (1 − G(x)) dx, L the largest lower end. [s]
 
-    With ``closed_form`` (default) a single law uses its own formula when it has one
-    (exponential, Pareto, uniform, empirical, histogram, piecewise); otherwise, and
-    for several laws, the integral is evaluated numerically.
+    With ``closed_form`` (default) a single law uses its mean for one process and its
+    own formula when it has one (exponential, Pareto, uniform, empirical, histogram,
+    piecewise); otherwise, and for several laws, the integral is evaluated numerically.
     """
     active = [(m, int(c)) for m, c in zip(models, counts, strict=True) if c > 0]
     if len(active) == 1 and closed_form:
-        closed = active[0][0]._exact_max_mean(active[0][1])
+        model, count = active[0]
+        if count == 1:  # the maximum of one draw is the draw
+            return float(model.mean())
+        closed = model._exact_max_mean(count)
         if closed is not None:
             return closed
     models_, counts_ = zip(*active, strict=True)
@@ -291,6 +294,22 @@ def max_of_n(dist_or_list, n=None, method: str = "exact",
         ``mean`` (dim ``n``) and ``quantiles`` (dims ``n``, ``quantile``) [s]; for
         Monte Carlo also ``mean_se`` and ``quantiles_se`` [s]. Attributes name the
         method, the model, the tail used and the seed.
+
+    Raises
+    ------
+    TypeError
+        ``dist_or_list`` holds something other than noise models, or ``n``,
+        ``quantiles``, ``replicates`` or ``rng`` is not a number of the right kind (a
+        string, a boolean).
+    ValueError
+        ``n`` (each value) or ``replicates`` is not a whole number >= 1 (>= 2) within
+        64 bits, a quantile level is not strictly between 0 and 1, ``method`` or
+        ``tail`` is unknown, or ``tail="gpd"`` meets too few data for a fit.
+
+    Warns
+    -----
+    TailWarning
+        A measured law is asked for an N beyond what its data support (``tail=None``).
 
     Notes
     -----

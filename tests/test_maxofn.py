@@ -505,6 +505,13 @@ def test_sum_of_two_exponentials_max_mean_is_exact_and_quiet():
     np.testing.assert_allclose(ds["mean"].values, expected, rtol=1e-9)
 
 
+def test_sum_max_of_one_process_is_its_mean_and_quiet():
+    # a uniform part makes the Sum's CDF kinked; for N = 1 no integral is needed
+    model = Uniform(high=1e-5) + Exponential(mean=1e-5)
+    ds = jl.max_of_n([model, Exponential(mean=1.0)], n=1, quantiles=[0.5])
+    assert float(ds["mean"][0]) == model.mean() == pytest.approx(1.5e-5, rel=1e-15)
+
+
 def gamma2_max_sample(n, replicates, seed):
     """Draws of the maximum of N Gamma(2, 1) variables: F⁻¹(U^{1/N}) by bisection on
     the closed-form survival function (1 + x)·e^{−x}, independent of jitterlab."""
