@@ -926,7 +926,8 @@ def check_independence(samples, thresholds=None, *, variable: str = "compute",
         across ranks; "permutation" shuffles the iterations of every rank but the
         first, which is exact only for iterations independent in time.
     resamples : int, default 999
-        Number of shifted or permuted data sets. [-]
+        Number of shifted or permuted data sets; enough that the smallest adjusted
+        p-value, (number of tests)/(1 + resamples), can fall below 1 − confidence. [-]
     rng : int or numpy.random.Generator, optional
         Seed or generator of the resampling.
     sample_dim, rank_dim : str
@@ -1003,6 +1004,15 @@ def check_independence(samples, thresholds=None, *, variable: str = "compute",
         if thresholds.size == 0 or not np.isfinite(thresholds).all():
             raise ValueError(f"thresholds must be finite numbers [s], got {thresholds}")
     pairs = [(a, b) for a in range(n_ranks) for b in range(a + 1, n_ranks)]
+    n_tests = len(pairs) + thresholds.size
+    size = round(1.0 - confidence, 12)  # the test's size, without 1 − 0.95 = 0.05000000000000004
+    if n_tests / (1 + resamples) >= size:
+        needed = math.floor(n_tests / size)
+        while n_tests / (1 + needed) >= size:
+            needed += 1
+        raise ValueError(f"resamples={resamples} cannot give a p-value below "
+                         f"{size:g} over {n_tests} tests (Bonferroni): the smallest "
+                         f"is {n_tests}/(1 + resamples); use resamples >= {needed}")
     ranks = _normalised_ranks(values)
     rho = _spearman_pairs(ranks, pairs)
     over = values[:, :, None] > thresholds[None, None, :]
@@ -1039,7 +1049,6 @@ def check_independence(samples, thresholds=None, *, variable: str = "compute",
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = np.where(product > 0, joint / product, math.nan)
     lag1 = np.array([_lag1(row) for row in values])
-    n_tests = len(pairs) + thresholds.size
     smallest = min(1.0, float(min(p_rho.min(), p_excess.min())) * n_tests)
 
     def var(dims, data, units, long_name, **extra):
@@ -1077,7 +1086,7 @@ def check_independence(samples, thresholds=None, *, variable: str = "compute",
                                     "rank correlation of consecutive iterations of a rank"),
         "smallest_pvalue": var((), smallest, "1",
                                "smallest p-value × number of tests (Bonferroni), at most 1"),
-        "independent": var((), smallest >= 1 - confidence, "1",
+        "independent": var((), smallest >= size, "1",
                            "independence not rejected at the stated confidence", **ci),
     }
     coords = {

@@ -388,7 +388,7 @@ def test_independence_recovers_the_closed_forms_of_a_correlated_normal_pair():
 def test_independence_standard_errors_match_the_spread_over_replicates():
     replicates, m = 200, 2000
     runs = [check_independence(correlated_normals(0.3, m, seed), thresholds=[0.5],
-                               resamples=1, rng=seed) for seed in range(replicates)]
+                               resamples=40, rng=seed) for seed in range(replicates)]
     excess = np.array([float(r["exceedance_excess"][0]) for r in runs])
     se = np.array([float(r["exceedance_excess_se"][0]) for r in runs])
     # the SD estimated from 200 replicates is uncertain by 1/√(2·199) ≈ 5 %: allow 4 of that
@@ -401,10 +401,15 @@ def test_independence_standard_errors_match_the_spread_over_replicates():
 
 def test_independent_ranks_are_rejected_at_most_at_the_stated_rate():
     runs = 60
+    # 3 pairs and 5 thresholds: 8 tests, so p = 8/200 is the smallest adjusted p-value
     rejected = sum(not bool(check_independence(correlated_normals(0.0, 500, seed, ranks=3),
-                                               resamples=99, rng=seed)["independent"])
+                                               resamples=199, rng=seed)["independent"])
                    for seed in range(runs))
     assert rejected <= binomial_limit(runs, 0.05)
+    # and the same test does reject dependent ranks
+    assert not any(bool(check_independence(correlated_normals(0.3, 500, seed, ranks=3),
+                                           resamples=199, rng=seed)["independent"])
+                   for seed in range(5))
 
 
 def test_shift_null_keeps_its_size_when_iterations_are_serially_correlated():
@@ -461,6 +466,9 @@ def test_independence_of_the_shipped_two_rank_run():
      "no variable 'compute'"),
     ({"null": "bootstrap"}, ValueError, "null must be"),
     ({"resamples": 0}, ValueError, "resamples"),
+    ({"resamples": 38, "thresholds": [0.0]}, ValueError, r"resamples=38 .* resamples >= 40"),
+    ({"resamples": 60, "confidence": 0.99, "thresholds": [0.0]}, ValueError,
+     r"resamples >= 200"),
     ({"confidence": 1.0}, ValueError, "confidence"),
     ({"thresholds": []}, ValueError, "thresholds"),
     ({"thresholds": [math.nan]}, ValueError, "thresholds"),
@@ -586,7 +594,7 @@ def test_lag1_autocorrelation_is_not_hidden_by_one_long_iteration():
     noise = np.random.default_rng(3).normal(size=(2, 2200))
     series = WORK + 1e-6 * signal.lfilter([1.0], [1.0, -0.9], noise, axis=1)[:, 200:]
     series[0, 1000] = 1.0  # one iteration of a second, as a descheduled rank would record
-    lag1 = check_independence(series, resamples=1, rng=0)["lag1_autocorrelation"].values
+    lag1 = check_independence(series, resamples=199, rng=0)["lag1_autocorrelation"].values
     # Spearman lag-1 of a Gaussian AR(1) with φ = 0.9: (6/π)·asin(0.45) ≈ 0.89; Bartlett's
     # variance of a lag-1 autocorrelation, (1 − φ²)/m, gives its standard error
     expected = 6 / math.pi * math.asin(0.45)
