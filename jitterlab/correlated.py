@@ -136,6 +136,10 @@ class GaussianCopulaMax(MaxOfN):
         rho = _check_rho(rho)
         super().__init__(dist_or_list, n)  # the laws, N and the processes on each law
         self.rho = rho
+        #: the Spearman correlation ρ was fitted to (``from_samples``), else NaN [1]
+        self.spearman = math.nan
+        #: whether a negative fitted correlation was set to ρ = 0 (``from_samples``)
+        self.rho_clipped = False
         if 0 < self.rho < _COMONOTONE:
             # width in v of the step of the integrand: the step sharpens as ρ → 1 and,
             # slowly, as N grows; keep several grid points across it

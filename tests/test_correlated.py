@@ -80,6 +80,17 @@ def test_normal_triple_mean_is_the_independent_mean_scaled():
                                        abs=1e-9)
 
 
+def test_the_copula_is_a_max_of_n_law_that_compare_accepts():
+    law = GaussianCopulaMax(NOISE, n=8, rho=0.4)
+    assert isinstance(law, MaxOfN) and law.params["rho"] == 0.4 and law.params["n"] == 8
+    assert math.isnan(law.spearman) and not law.rho_clipped
+    theta = law.sample(3000, rng=3)
+    result = jl.validate.compare(law, theta, quantiles=[0.5, 0.9])
+    # the measured mean is the law's own: the gap is within 4 standard errors
+    assert abs(float(result["mean_gap"])) < 4 * float(result["mean_measured_se"])
+    assert float(result["ks_pvalue"]) > 1e-4
+
+
 def test_mean_falls_and_quantiles_invert_as_the_correlation_grows():
     means = [GaussianCopulaMax(NOISE, n=256, rho=rho).mean() for rho in (0, 0.2, 0.6, 1)]
     assert all(a > b for a, b in zip(means, means[1:], strict=False))
