@@ -5,9 +5,16 @@ from __future__ import annotations
 import math
 import warnings
 
+import numpy as np
 from scipy import integrate
 
-__all__ = ["quad", "quantile_tail_integral", "max_isf_single"]
+__all__ = ["quad", "piecewise_quad", "quantile_tail_integral", "max_isf_single"]
+
+#: Gauss-Legendre nodes and weights on [0, 1], a rule and one of twice its order
+_RULES = [((x + 1.0) / 2.0, w / 2.0) for x, w in (np.polynomial.legendre.leggauss(k)
+                                                   for k in (10, 20))]
+#: with more pieces than this, fixed rules over all pieces at once come first
+_FEW_PIECES = 32
 
 
 def quad(f, a: float, b: float, *, scale: float, rtol: float = 1e-10) -> float:
@@ -23,6 +30,28 @@ def quad(f, a: float, b: float, *, scale: float, rtol: float = 1e-10) -> float:
         warnings.warn(f"numerical integration over [{a:g}, {b:g}] reached an error estimate "
                       f"of {error:g} for a value of {value:g}", RuntimeWarning, stacklevel=3)
     return float(value)
+
+
+def piecewise_quad(f, edges, *, scale: float, rtol: float = 1e-10) -> float:
+    """Σ_k ∫_{edges[k]}^{edges[k+1]} f, for f smooth inside each piece. [s]
+
+    ``f`` takes and returns arrays. With many pieces (the support points of a
+    measured law mixed with continuous laws), every piece is first integrated at
+    once by Gauss-Legendre rules of 10 and 20 points; a piece whose two results
+    differ by more than its share of ``rtol·scale`` goes to :func:`quad`.
+    """
+    edges = np.asarray(edges, dtype=float)
+    lo, hi = edges[:-1], edges[1:]
+    if lo.size <= _FEW_PIECES:
+        return sum(quad(lambda x: float(f(x)), a, b, scale=scale)
+                   for a, b in zip(lo, hi, strict=True))
+    width = hi - lo
+    coarse, fine = (width * (f(lo[:, None] + width[:, None] * x) @ w) for x, w in _RULES)
+    share = rtol * scale * width / max(edges[-1] - edges[0], 1e-300)
+    redo = np.flatnonzero(~(np.abs(fine - coarse) <= share))
+    for k in redo:
+        fine[k] = quad(lambda x: float(f(x)), lo[k], hi[k], scale=scale)
+    return float(fine.sum())
 
 
 def quantile_tail_integral(max_isf, x0: float, s0: float, *, scale: float) -> float:

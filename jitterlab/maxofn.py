@@ -18,7 +18,7 @@ from scipy import optimize
 
 from . import _kernels
 from ._checks import check_integer
-from ._integrate import quad, quantile_tail_integral
+from ._integrate import piecewise_quad, quantile_tail_integral
 from ._provenance import provenance_attrs
 from ._random import RngLike, seed_from
 from .noise import Empirical, Histogram, NoiseModel, TailWarning
@@ -132,9 +132,6 @@ def exact_max_mean(models: Sequence[NoiseModel], counts, closed_form: bool = Tru
         one_minus = _one_minus_cdf_of_max(models_, counts_, points[:-1])
         return float(points[0] + np.dot(np.diff(points), one_minus))
 
-    def integrand(x):
-        return float(_one_minus_cdf_of_max(models_, counts_, x))
-
     # the body, split where 1 - G changes fastest: at quantiles of the maximum and atoms
     levels = np.array([1 - 1e-12, 1 - 1e-6, 1 - 1e-3, 0.9, 0.5, 0.1, 1e-3, _TAIL_LEVEL])
     cut = _max_isf(models_, counts_, levels)
@@ -144,8 +141,8 @@ def exact_max_mean(models: Sequence[NoiseModel], counts, closed_form: bool = Tru
             breaks.update(a[a < cut[-1]].tolist())
     edges = [lower, *sorted(b for b in breaks if lower < b <= cut[-1])]
     scale = max(abs(cut[-1]), abs(lower), 1e-300)
-    body = sum(quad(integrand, lo, hi, scale=scale)
-               for lo, hi in zip(edges[:-1], edges[1:], strict=True))
+    body = piecewise_quad(lambda x: _one_minus_cdf_of_max(models_, counts_, x), edges,
+                          scale=scale)
     # the tail in quantile space, where even a heavy tail is integrable
     tail = quantile_tail_integral(lambda level: _max_isf(models_, counts_, level)[0],
                                   edges[-1], _TAIL_LEVEL, scale=scale)
