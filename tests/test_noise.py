@@ -286,3 +286,25 @@ def test_describe_names_the_model():
     assert repr(Exponential(mean=1e-5)) == "Exponential(mean=1e-05)"
     assert "Pareto(alpha=2.5" in (Pareto(alpha=2.5, scale=1e-6) + 1e-3).describe()
     assert jl.noise.NoiseModel in type(Exponential(mean=1.0)).__mro__
+
+
+def test_sum_with_a_kinked_part_is_precise_and_quiet():
+    # Uniform(0, h) + Exponential(m): closed-form survival function; the Uniform's upper
+    # end puts a kink into the convolution integrand, which must not cost precision or
+    # raise quadrature warnings (the suite turns warnings into errors)
+    from scipy import integrate
+
+    h, m = 1e-5, 1e-5
+    law = Uniform(high=h) + Exponential(mean=m)
+
+    def exact_sf(x):
+        x = np.asarray(x, dtype=float)
+        return np.where(x >= h, m / h * np.exp(-x / m) * np.expm1(h / m),
+                        1 - x / h + m / h * -np.expm1(-x / m))
+
+    x = np.array([2e-6, 1e-5, 5e-5, 2e-4, 4e-4])  # down to sf ≈ 1e-17
+    np.testing.assert_allclose(law.sf(x), exact_sf(x), rtol=1e-10)
+    n = 1000
+    expected = integrate.quad(lambda t: -np.expm1(n * np.log1p(-exact_sf(t))), 0, 1e-3,
+                              points=[h], limit=200, epsabs=1e-18)[0]
+    assert jl.max_of_n(law, n=n)["mean"].item() == pytest.approx(expected, rel=1e-8)

@@ -304,16 +304,40 @@ class Sum(NoiseModel):
         shifts, probs = shifts[keep], probs[keep]
         z = x.reshape(-1, 1) - shifts[None, :]
         if continuous:
-            # ∫_0^1 fn(z − F_Y⁻¹(u)) du: beyond u* = F_Y(z − lower) the argument lies below
-            # the support of the inner part, so integrate up to the kink u* only
-            outer = continuous[0]
-            u_star = np.clip(outer.cdf(z - inner.lower), 0.0, 1.0)
-            u = u_star[..., None] * self._levels
-            inside = (fn(z[..., None] - outer.ppf(u)) * self._level_weights).sum(axis=-1)
-            values = u_star * inside + (1.0 - u_star) * fn(np.full(1, inner.lower - 1.0))
+            values = self._integrate_outer(fn, inner, continuous[0], z)
         else:
             values = fn(z)
         return np.clip((values * probs[None, :]).sum(axis=1), 0, 1).reshape(x.shape)
+
+    def _integrate_outer(self, fn, inner, outer, z):
+        """∫_0^1 fn(z − F_Y⁻¹(u)) du for the outer continuous part Y, precise in the tail.
+
+        Below u_k = F_Y(z − inner.upper) the argument lies above the inner law's support
+        and fn is constant; above u* = F_Y(z − inner.lower) it lies below it. Between the
+        two kinks the body u <= 1/2 is integrated in u and the rest in log(1 − u), with
+        F_Y⁻¹ taken from the survival level, so tail probabilities far below 1e-6 keep
+        their relative precision.
+        """
+        above = fn(np.full(1, inner.upper + 1.0)) if math.isfinite(inner.upper) else 0.0
+        below = fn(np.full(1, inner.lower - 1.0))
+        # 1 − u_k and 1 − u* from the survival function: precise where they are tiny
+        s_kink = (np.clip(outer.sf(z - inner.upper), 0.0, 1.0) if math.isfinite(inner.upper)
+                  else np.ones(z.shape))
+        u_kink = 1.0 - s_kink
+        s_star = np.clip(outer.sf(z - inner.lower), 0.0, 1.0)
+        nodes, weights = 0.5 * (self._t + 1.0), 0.5 * self._w
+        # the body, u in [u_kink, min(u*, 1/2)]
+        body_hi = np.minimum(1.0 - s_star, 0.5)
+        body_lo = np.minimum(u_kink, body_hi)
+        u = body_lo[..., None] + (body_hi - body_lo)[..., None] * nodes
+        body = (fn(z[..., None] - outer.ppf(u)) * weights).sum(axis=-1) * (body_hi - body_lo)
+        # the tail, s = 1 − u in [s*, min(1 − u_kink, 1/2)], on a logarithmic scale
+        log_hi = np.log(np.clip(s_kink, 1e-300, 0.5))
+        log_lo = np.minimum(np.log(np.maximum(s_star, 1e-300)), log_hi)
+        level = np.exp(log_lo[..., None] + (log_hi - log_lo)[..., None] * nodes)
+        tail = ((fn(z[..., None] - outer.isf(level)) * level * weights).sum(axis=-1)
+                * (log_hi - log_lo))
+        return body + tail + u_kink * above + s_star * below
 
     def cdf(self, x):
         inner, _ = self._split()
