@@ -124,18 +124,19 @@ def advance(table, x, cpu, hint, finish_hint):
     done_here = offset - table[row, _START] - table[row, _JITTER]
     coordinate = table[row, _COMPUTED] + (done_here if done_here > 0.0 else 0.0)
     target = coordinate + cpu
+    # a finish within rounding of a gap's end counts as at its end (the jitter that
+    # follows is not met), whatever the unit the trace was converted from; the rounding
+    # is that of the wall time x (and of the work), not of the remainder in the cycle
+    tie = _TIE * (abs(x) + cpu + period)
     extra = math.ceil(target / total_gap) - 1.0
     rest = target - extra * total_gap
-    if rest <= 0.0:
+    if rest <= tie:
         rest += total_gap
         extra -= 1.0
-    elif rest > total_gap:
+    elif rest > total_gap + tie:
         rest -= total_gap
         extra += 1.0
-    # a finish within rounding of a gap's end counts as at its end (the jitter that
-    # follows is not met), whatever the unit the trace was converted from
-    finish_row = _last_before(table, _COMPUTED, rest * (1.0 - _TIE), finish_hint, n_rows - 1,
-                              True)
+    finish_row = _last_before(table, _COMPUTED, rest - tie, finish_hint, n_rows - 1, True)
     finish = ((cycle + extra) * period + table[finish_row, _START]
               + table[finish_row, _JITTER] + (rest - table[finish_row, _COMPUTED]))
     return finish, row, finish_row

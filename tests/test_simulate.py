@@ -374,3 +374,15 @@ def test_worked_example_in_cycles_converted_to_seconds():
     x = (sum(FIG2_JITTER[:4]) + sum(FIG2_GAP[:4]) + FIG2_JITTER[4]) / 1e9
     assert (walk(trace.jitter_seconds, trace.gap_seconds, x, 100e-9) - x) * 1e9 == \
         pytest.approx(100)
+
+
+def test_finish_on_a_cycle_boundary_after_rounding_meets_no_jitter():
+    # phase 3 ends exactly where the trace wraps (180 = 80 cycles of 2.25 compute), but
+    # the start time of the phase carries rounding from phases 1-2: the jitter that
+    # begins at the wrap must not be counted (216, not 219), as in the event walk
+    trace = jl.Trace(jitter=[0.0, 3.0, 3.0], gap=[0.0, 0.25, 2.0])
+    fast = jl.simulate(trace, 1, 60.0, phases=3, start="random", rng=5402)
+    slow = simulate_reference(trace, 1, 60.0, phases=3, start="random", rng=5402)
+    assert fast["phase_time"].values[1:] == pytest.approx([222.0, 216.0], abs=1e-9)
+    np.testing.assert_allclose(fast["phase_time"].values, slow["phase_time"].values,
+                               rtol=1e-12)
