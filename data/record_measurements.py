@@ -27,7 +27,7 @@ disturbs another:
    it is compared with. The 4- and 8-rank runs are oversubscribed on a 2-CPU machine and
    marked so.
 5. **A jitSim session** (De & Mann 2010, §4.1, Fig. 7): detour traces of every CPU
-   (``--session-detour-seconds``, default 30 s each) and, right after them, the
+   (``--session-detour-seconds``, default 15 s each) and, right after them, the
    compute–barrier loop of jitSim — the Parallel Benchmark without random wait and
    broadcast — at 1, 2, 4 and 8 ranks (``--session-pb-seconds``, default 20 s each), so
    that the simulation is fed with traces of the same machine in the same session as
@@ -148,7 +148,7 @@ QUICK = {"detour_seconds": 3.0, "default_threshold_seconds": 2.0, "fwq_seconds":
          "session_detour_seconds": 3.0, "session_pb_seconds": 3.0}
 FULL = {"detour_seconds": 60.0, "default_threshold_seconds": 5.0, "fwq_seconds": 60.0,
         "pb_seconds": 60.0, "latency_round_trips": 1000, "latency_barriers": 5000,
-        "session_detour_seconds": 30.0, "session_pb_seconds": 20.0}
+        "session_detour_seconds": 15.0, "session_pb_seconds": 20.0}
 #: fewest FWQ samples per quantum, whatever the duration
 MIN_FWQ_SAMPLES = 30
 
@@ -755,7 +755,7 @@ def parse_args(argv=None):
                         help="of the steps chosen, record only the files of these work "
                         "quanta in seconds (e.g. --only pb --works 0.013 0.083)")
     parser.add_argument("--session-detour-seconds", type=float, default=None,
-                        help="length of each detour trace of the jitSim session (default 30)")
+                        help="length of each detour trace of the jitSim session (default 15)")
     parser.add_argument("--session-pb-seconds", type=float, default=None,
                         help="length of each compute-barrier loop of the jitSim session "
                         "(default 20)")

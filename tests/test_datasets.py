@@ -113,7 +113,16 @@ def test_malformed_table(monkeypatch, tmp_path):
 # --------------------------------------------------------------------------------------
 MEASURED = datasets.DATA_DIR / "measured"
 FWQ_WORKS = (300e-6, 13e-3, 83e-3)
-PB_RUNS = [(2, "default"), (2, "no_wait_no_bcast"), (4, "default"), (8, "default")]
+W = 300e-6
+#: (ranks, variant, work [s]) of the shipped PB runs
+PB_RUNS = [(2, "default", W), (2, "no_wait_no_bcast", W), (2, "no_bcast", W),
+           (2, "no_wait", W), (2, "default", 13e-3), (2, "default", 83e-3),
+           (4, "default", W), (8, "default", W)]
+SESSION_RANKS = (1, 2, 4, 8)
+PB_RUNS += [(ranks, "session", W) for ranks in SESSION_RANKS]
+#: (random wait, broadcast) of each PB variant (Garg & De 2006, Algorithm 1 lines 2, 10)
+PB_SETUP = {"default": (True, True), "no_wait_no_bcast": (False, False),
+            "no_bcast": (True, False), "no_wait": (False, True), "session": (False, False)}
 LATENCY_RANKS = (2, 4, 8)
 
 
@@ -133,13 +142,14 @@ def test_every_measurement_is_listed(measurements):
     assert set(measurements["kind"]) == {"detour", "fwq", "pb", "latency"}
     detour = measurements[measurements["kind"] == "detour"]
     n_cpus = int(measurements["n_cpus"].iloc[0])
-    for variant in ("fixed_threshold", "default_threshold"):
+    for variant in ("fixed_threshold", "default_threshold", "session"):
         cpus = sorted(detour.loc[detour["variant"] == variant, "cpu"].tolist())
         assert cpus == list(range(n_cpus)), f"a {variant} detour trace of every CPU"
     assert sorted(measurements.loc[measurements["kind"] == "fwq", "work"]) == \
         pytest.approx(sorted(FWQ_WORKS))
     pb = measurements[measurements["kind"] == "pb"]
-    assert sorted(zip(pb["ranks"], pb["variant"], strict=True)) == sorted(PB_RUNS)
+    assert sorted(zip(pb["ranks"], pb["variant"], pb["work"].round(6), strict=True)) == \
+        sorted(PB_RUNS)
     assert (pb["oversubscribed"] == (pb["ranks"] > pb["n_cpus"])).all()
     latency = measurements[measurements["kind"] == "latency"]
     assert sorted(latency["ranks"]) == list(LATENCY_RANKS)
@@ -147,6 +157,13 @@ def test_every_measurement_is_listed(measurements):
     assert measurements["quick"].notna().all()
     assert measurements["command"].str.startswith(("jitterlab measure ", "mpiexec -n ")).all()
     assert measurements.attrs["recorded_with"].startswith("python data/record_measurements.py")
+
+
+def test_load_averages_are_the_manifests(measurements, manifest):
+    for entry in manifest["files"]:
+        row = measurements.loc[entry["file"]]
+        assert row["load_before"] == entry["load_average_before"][0]
+        assert row["load_after"] == entry["load_average_after"][0]
 
 
 def test_files_match_their_checksums(measurements):
@@ -165,7 +182,7 @@ def test_measured_folder_holds_only_listed_files(measurements):
 
 def test_data_folder_stays_small():
     total = sum(p.stat().st_size for p in datasets.DATA_DIR.rglob("*") if p.is_file())
-    assert total < 5_000_000, f"data/ holds {total / 1e6:.1f} MB"
+    assert total < 8_000_000, f"data/ holds {total / 1e6:.1f} MB"
 
 
 def test_provenance_record_lists_every_file(measurements):
@@ -185,7 +202,7 @@ def test_machine_in_the_manifest_is_the_files_own(measurements, manifest):
             (machine["host"], machine["cpu_model"], machine["kernel"])
 
 
-@pytest.mark.parametrize("variant", ["fixed_threshold", "default_threshold"])
+@pytest.mark.parametrize("variant", ["fixed_threshold", "default_threshold", "session"])
 def test_load_detour(measurements, variant):
     rows = measurements[(measurements["kind"] == "detour")
                         & (measurements["variant"] == variant)]
@@ -200,7 +217,7 @@ def test_load_detour(measurements, variant):
         assert row["duration"] <= attrs["measured_duration"] < row["duration"] * 1.01 + 0.5
         assert attrs["command"] == row["command"]
         threshold = attrs["threshold"]
-        if variant == "fixed_threshold":
+        if variant != "default_threshold":
             assert threshold == pytest.approx(row["threshold"], rel=1e-3)
         else:
             default = max(10 * attrs["t_min"], 4 * attrs["median_loop_time"])
@@ -239,15 +256,16 @@ def test_fwq_files_store_whole_counter_cycles():
     assert np.abs(cycles - np.round(cycles)).max() < 1e-6
 
 
-@pytest.mark.parametrize(("ranks", "variant"), PB_RUNS)
-def test_load_pb(measurements, ranks, variant):
-    ds = load_pb(ranks, variant)
+@pytest.mark.parametrize(("ranks", "variant", "work"), PB_RUNS)
+def test_load_pb(measurements, ranks, variant, work):
+    ds = load_pb(ranks, variant, work)
     row = measurements[(measurements["kind"] == "pb") & (measurements["ranks"] == ranks)
-                       & (measurements["variant"] == variant)].iloc[0]
+                       & (measurements["variant"] == variant)
+                       & np.isclose(measurements["work"], work)].iloc[0]
     assert ds.sizes["rank"] == ranks and ds.attrs["n_ranks"] == ranks
-    assert ds.attrs["random_wait"] == ds.attrs["broadcast"] == (variant == "default")
+    assert (ds.attrs["random_wait"], ds.attrs["broadcast"]) == PB_SETUP[variant]
     assert ds.attrs["oversubscribed"] == row["oversubscribed"]
-    assert ds.attrs["work"] == row["work"] == 300e-6
+    assert ds.attrs["work"] == row["work"] == work
     assert ds.attrs["command"] == row["command"].removeprefix(f"mpiexec -n {ranks} ")
     for name in ("compute", "barrier", "iteration"):
         assert ds[name].dims == ("rank", "sample") and ds[name].attrs["units"] == "s"
@@ -278,13 +296,18 @@ def test_load_latency(measurements, ranks):
     assert entry["summary"]["tau"] == pytest.approx(tau, rel=1e-12)
 
 
-def test_record_script_plans_the_shipped_latency_runs(measurements):
+@pytest.fixture(scope="module")
+def script():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
         "record_measurements", datasets.DATA_DIR / "record_measurements.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_record_script_plans_the_shipped_latency_runs(measurements, script):
     jobs = script.plan(script.parse_args(["--only", "latency"]))
     assert [job["ranks"] for job in jobs] == list(LATENCY_RANKS)
     for job in jobs:
@@ -292,6 +315,64 @@ def test_record_script_plans_the_shipped_latency_runs(measurements):
         assert script.shlex.join(job["argv"]) == row["command"]
         assert job["oversubscribed"] == (job["ranks"] > os.cpu_count())
         assert job["argv"][:3] == ["mpiexec", "-n", str(job["ranks"])]
+
+
+def test_record_script_plans_the_shipped_pb_runs(measurements, script):
+    jobs = script.plan(script.parse_args(["--only", "pb"]))
+    assert sorted((job["ranks"], job["variant"], job["work"]) for job in jobs) == \
+        sorted(run for run in PB_RUNS if run[1] != "session")
+    for job in jobs:
+        assert script.shlex.join(job["argv"]) == measurements.loc[job["file"], "command"]
+        wait, broadcast = PB_SETUP[job["variant"]]
+        assert ("--no-random-wait" in job["argv"]) == (not wait)
+        assert ("--no-broadcast" in job["argv"]) == (not broadcast)
+
+
+def test_record_script_variants_select_files(script):
+    jobs = script.plan(script.parse_args(["--only", "pb", "--variants", "no_bcast",
+                                          "no_wait"]))
+    assert [(job["ranks"], job["variant"]) for job in jobs] == [(2, "no_bcast"),
+                                                                 (2, "no_wait")]
+    # Fig. 4: the random wait stays on; Fig. 5: the broadcast stays on
+    assert "--no-broadcast" in jobs[0]["argv"] and "--no-random-wait" not in jobs[0]["argv"]
+    assert "--no-random-wait" in jobs[1]["argv"] and "--no-broadcast" not in jobs[1]["argv"]
+    with pytest.raises(SystemExit, match="no measurement of latency has a variant"):
+        script.plan(script.parse_args(["--only", "latency", "--variants", "no_bcast"]))
+    larger = script.plan(script.parse_args(["--only", "pb", "--works", "0.013", "0.083"]))
+    assert [(job["ranks"], job["variant"], job["work"]) for job in larger] == \
+        [(2, "default", 13e-3), (2, "default", 83e-3)]
+
+
+def test_record_script_plans_the_session_in_one_step(measurements, script):
+    jobs = script.plan(script.parse_args(["--only", "session", "--cpus", "0,1"]))
+    # the detour traces of every CPU first, then the loops at 1, 2, 4 and 8 ranks
+    assert [(job["kind"], job.get("cpu"), job.get("ranks")) for job in jobs] == \
+        [("detour", 0, None), ("detour", 1, None)] + [("pb", None, r) for r in SESSION_RANKS]
+    for job in jobs:
+        assert job["variant"] == "session"
+        assert script.shlex.join(job["argv"]) == measurements.loc[job["file"], "command"]
+        if job["kind"] == "pb":
+            assert "--no-random-wait" in job["argv"] and "--no-broadcast" in job["argv"]
+            assert job["oversubscribed"] == (job["ranks"] > os.cpu_count())
+
+
+def test_session_was_recorded_in_one_sitting(measurements, manifest):
+    # the session's files were recorded one right after the other, traces first, and
+    # nothing else was recorded in between (De & Mann 2010, §4.1: same machine, same time)
+    entries = sorted((e for e in manifest["files"]), key=lambda e: e["collected_at"])
+    names = [e["file"] for e in entries]
+    session = [i for i, e in enumerate(entries) if e["variant"] == "session"]
+    assert session == list(range(session[0], session[0] + len(session))), names
+    kinds = [entries[i]["kind"] for i in session]
+    assert kinds == sorted(kinds, key=["detour", "pb"].index)
+    assert [entries[i]["ranks"] for i in session if entries[i]["kind"] == "pb"] == \
+        list(SESSION_RANKS)
+    start = np.datetime64(entries[session[0]]["collected_at"][:19])
+    end = np.datetime64(entries[session[-1]]["finished_at"][:19])
+    planned = sum(entries[i]["duration"] for i in session)
+    overhead = np.timedelta64(60 * len(session), "s")  # start-up, calibration, writing
+    assert end - start < np.timedelta64(int(planned), "s") + overhead
+    assert len({entries[i]["quick"] for i in session}) == 1
 
 
 def test_missing_manifest_says_how_to_record(monkeypatch, tmp_path):
@@ -318,11 +399,11 @@ def test_missing_file_names_its_path(monkeypatch, tmp_path, measurements):
     name = measurements[measurements["kind"] == "pb"].index[0]
     _copy_measured(tmp_path, [])
     monkeypatch.setattr(datasets, "DATA_DIR", tmp_path / "data")
-    ranks, variant = measurements.loc[name, ["ranks", "variant"]]
+    ranks, variant, work = measurements.loc[name, ["ranks", "variant", "work"]]
     with pytest.raises(FileNotFoundError,
                        match=re.escape(str(tmp_path / "data" / "measured" / name))
                        + r".*record_measurements\.py"):
-        load_pb(int(ranks), variant)
+        load_pb(int(ranks), variant, float(work))
 
 
 def test_changed_file_fails_its_checksum(monkeypatch, tmp_path, measurements):
