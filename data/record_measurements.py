@@ -43,7 +43,7 @@ finished. Load the data with :mod:`jitterlab.datasets` (``load_detour``, ``load_
 
 Usage (from the repository root, with jitterlab installed, e.g. in ``.venv``)::
 
-    python data/record_measurements.py              # everything, about 12 minutes
+    python data/record_measurements.py              # everything, about 20 minutes
     python data/record_measurements.py --quick      # a few seconds each (development)
     python data/record_measurements.py --only fwq pb            # re-record some kinds
     python data/record_measurements.py --only latency           # add or redo latency only
