@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from ._checks import check_positive
+
 __all__ = ["DATA_DIR", "PAPER_VALUE_COLUMNS", "MEASUREMENT_COLUMNS", "RECORD_COMMAND",
            "DETOUR_VARIANTS", "PB_VARIANTS",
            "load_paper_values", "list_measurements", "measurement_path", "load_detour",
@@ -342,7 +344,7 @@ def load_fwq(work: float, cpu: int | None = None):
     """
     from .bench import read_fwq_samples
 
-    work = float(work)
+    work = check_positive("work", work)
     entry = _select("fwq", "FWQ sample", work=work, cpu=None if cpu is None else int(cpu))
     return read_fwq_samples(measurement_path(entry))
 

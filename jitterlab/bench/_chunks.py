@@ -22,6 +22,7 @@ once it has finished.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import json
 import logging
@@ -214,6 +215,8 @@ def read_store(path, kind: str | None = None) -> tuple[dict, list[dict]]:
     """
     path = Path(path)
     name = path.name
+    if not path.exists():
+        raise FileNotFoundError(errno.ENOENT, f"{name}: no such chunk store", str(path))
     try:
         metadata = json.loads((path / METADATA).read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -347,8 +347,11 @@ def is_fwq_samples_file(path) -> bool:
         with open(path, "rb") as stream:
             head = stream.read(64)
         if head[:2] == b"\x1f\x8b":
-            with gzip.open(path, "rb") as stream:
-                head = stream.read(64)
+            try:
+                with gzip.open(path, "rb") as stream:
+                    head = stream.read(64)
+            except (OSError, EOFError):  # a damaged .gz: the trace reader names it
+                return False
         return head.startswith(_CSV_MARKER.encode())
     if suffix == ".nc":
         try:

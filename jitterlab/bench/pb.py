@@ -33,6 +33,7 @@ References
 
 from __future__ import annotations
 
+import errno
 import logging
 import math
 from pathlib import Path
@@ -700,6 +701,9 @@ def read_pb(path):
         is damaged.
     """
     path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(errno.ENOENT, f"{path.name}: no such Parallel Benchmark file",
+                                str(path))
     if path.is_dir():
         metadata, chunks = _chunks.read_store(path, kind=KIND)
         return _dataset_from_store(metadata, chunks, path.name)
