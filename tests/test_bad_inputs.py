@@ -374,6 +374,8 @@ CASES = [
          "junk.nc", "bench.read_fwq_samples-junk"),
     case(lambda c: jl.bench.read_pb(c.tmp_path / "missing_pb.nc"), FileNotFoundError,
          "missing_pb.nc", "bench.read_pb-missing"),
+    case(lambda c: jl.bench.read_latency(c.tmp_path / "missing_latency.nc"), FileNotFoundError,
+         "missing_latency.nc", "bench.read_latency-missing"),
     case(lambda c: jl.bench.lcg_work(-1), ValueError, "iterations",
          "bench.lcg_work-iterations<0"),
     case(lambda c: jl.bench.calibrate_tsc(interval=0), ValueError, "interval",

@@ -207,16 +207,22 @@ def _load_chunk(path: Path) -> dict:
         return {name: archive[name] for name in archive.files}
 
 
+def require_path(path, what: str) -> Path:
+    """``path`` as a Path, or FileNotFoundError naming it and what was expected there."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(errno.ENOENT, f"{path.name}: no such {what}", str(path))
+    return path
+
+
 def read_store(path, kind: str | None = None) -> tuple[dict, list[dict]]:
     """Read a chunk store: its metadata and the arrays of every complete chunk, in order.
 
     Raises ValueError if ``path`` is not a chunk store (of ``kind``, when given), if the
     chunk numbers have a hole, or if a chunk other than the last cannot be read.
     """
-    path = Path(path)
+    path = require_path(path, "chunk store")
     name = path.name
-    if not path.exists():
-        raise FileNotFoundError(errno.ENOENT, f"{name}: no such chunk store", str(path))
     try:
         metadata = json.loads((path / METADATA).read_text(encoding="utf-8"))
     except FileNotFoundError:

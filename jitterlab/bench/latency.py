@@ -459,10 +459,12 @@ def read_latency(path):
 
     Raises
     ------
+    FileNotFoundError
+        If ``path`` does not exist.
     ValueError
         If ``path`` is neither, or holds no complete chunk.
     """
-    path = Path(path)
+    path = _chunks.require_path(path, "latency file")
     if path.is_dir():
         metadata, chunks = _chunks.read_store(path, kind=KIND)
         return _dataset_from_store(metadata, chunks, path.name)

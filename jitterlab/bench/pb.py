@@ -33,7 +33,6 @@ References
 
 from __future__ import annotations
 
-import errno
 import logging
 import math
 from pathlib import Path
@@ -696,14 +695,13 @@ def read_pb(path):
 
     Raises
     ------
+    FileNotFoundError
+        If ``path`` does not exist.
     ValueError
         If ``path`` is neither, holds no complete chunk, or a chunk other than the last
         is damaged.
     """
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(errno.ENOENT, f"{path.name}: no such Parallel Benchmark file",
-                                str(path))
+    path = _chunks.require_path(path, "Parallel Benchmark file")
     if path.is_dir():
         metadata, chunks = _chunks.read_store(path, kind=KIND)
         return _dataset_from_store(metadata, chunks, path.name)
