@@ -9,6 +9,7 @@ import re
 import shutil
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import jitterlab as jl
@@ -433,3 +434,18 @@ def test_unknown_selection_lists_what_is_shipped():
         load_detour(0, "fixed")
     with pytest.raises(ValueError, match="not listed"):
         datasets.measurement_path("no_such_file.nc")
+
+
+def test_sysjitter_back_to_back_table_and_its_provenance_record():
+    path = datasets.DATA_DIR / "sysjitter_back_to_back.csv"
+    record = (datasets.DATA_DIR / "sysjitter_back_to_back.md").read_text(encoding="utf-8")
+    assert re.search(r"\b[0-9a-f]{64}\b", record).group(0) == \
+        hashlib.sha256(path.read_bytes()).hexdigest(), "update the checksum after editing"
+    table = pd.read_csv(path)
+    assert set(table["pair"]) == {1, 2} and len(table) == 4
+    assert table["tool"].str.startswith(("sysjitter 1.4", "jitterlab")).all()
+    counts = table[["events", "detours_above_1us", "detours_above_10us",
+                    "detours_above_100us", "detours_above_1ms"]].to_numpy()
+    assert (np.diff(counts, axis=1) <= 0).all()  # fewer detours above each longer length
+    assert (table["noise_s"] < table["duration_s"]).all()
+    assert ((table["max_detour_s"] > 1e-3) == (table["detours_above_1ms"] > 0)).all()
