@@ -6,7 +6,7 @@ Used by :mod:`jitterlab.bench.pb` and :mod:`jitterlab.bench.latency`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
@@ -60,3 +60,23 @@ def read_dataset(path, bool_attrs: Iterable[str]):
             attrs[key] = bool(attrs[key])
     dataset.attrs = attrs
     return dataset
+
+
+def read_run(path, *, kind: str, source: str, what: str, bool_attrs: Iterable[str],
+             from_store: Callable):
+    """Read an MPI benchmark run: its netCDF file, or its chunk directory.
+
+    ``from_store(metadata, chunks, name)`` builds the Dataset of a chunk directory of
+    ``kind``; a file must carry ``source``. ``what`` names the result in errors (for
+    example "Parallel Benchmark", with the command "jitterlab measure pb").
+    """
+    from . import _chunks
+
+    path = _chunks.require_path(path, f"{what} file")
+    if path.is_dir():
+        metadata, chunks = _chunks.read_store(path, kind=kind)
+        return from_store(metadata, chunks, path.name)
+    if not has_source(path, source):
+        raise ValueError(f"{path.name}: not a {what} file (netCDF from jitterlab measure "
+                         f"{kind}) or chunk directory")
+    return read_dataset(path, bool_attrs)

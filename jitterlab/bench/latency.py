@@ -51,7 +51,7 @@ from ._mpi import (
     handle,
     mpi_functions,
 )
-from ._ncfile import has_source, read_dataset, write_dataset
+from ._ncfile import has_source, read_run, write_dataset
 from ._ranks import (
     check_status,
     collectively,
@@ -464,14 +464,8 @@ def read_latency(path):
     ValueError
         If ``path`` is neither, or holds no complete chunk.
     """
-    path = _chunks.require_path(path, "latency file")
-    if path.is_dir():
-        metadata, chunks = _chunks.read_store(path, kind=KIND)
-        return _dataset_from_store(metadata, chunks, path.name)
-    if not is_latency_file(path):
-        raise ValueError(f"{path.name}: not a latency file (netCDF from jitterlab measure "
-                         "latency) or chunk directory")
-    return read_dataset(path, _BOOL_ATTRS)
+    return read_run(path, kind=KIND, source=SOURCE, what="latency", bool_attrs=_BOOL_ATTRS,
+                    from_store=_dataset_from_store)
 
 
 # --------------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ from tqdm import tqdm
 from . import _chunks
 from ._machine import check_integer, check_seconds, pinned, utc_now
 from ._mpi import call_barrier, call_bcast, handle, mpi_functions
-from ._ncfile import has_source, read_dataset, write_dataset
+from ._ncfile import has_source, read_run, write_dataset
 from ._ranks import (
     check_status,
     collectively,
@@ -701,11 +701,5 @@ def read_pb(path):
         If ``path`` is neither, holds no complete chunk, or a chunk other than the last
         is damaged.
     """
-    path = _chunks.require_path(path, "Parallel Benchmark file")
-    if path.is_dir():
-        metadata, chunks = _chunks.read_store(path, kind=KIND)
-        return _dataset_from_store(metadata, chunks, path.name)
-    if not is_pb_file(path):
-        raise ValueError(f"{path.name}: not a Parallel Benchmark file (netCDF from "
-                         "jitterlab measure pb) or chunk directory")
-    return read_dataset(path, _BOOL_ATTRS)
+    return read_run(path, kind=KIND, source=SOURCE, what="Parallel Benchmark",
+                    bool_attrs=_BOOL_ATTRS, from_store=_dataset_from_store)
