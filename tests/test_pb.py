@@ -361,3 +361,22 @@ def test_read_pb_errors(tmp_path):
     assert "not a Parallel Benchmark chunk directory" in pb.target_problem(output, True)
     output.write_text("x")
     assert "exists; pass --force" in pb.target_problem(output)
+
+
+def test_histogram_law_covers_every_iteration_of_a_shipped_run():
+    from jitterlab.datasets import load_pb
+
+    run = load_pb(ranks=2)
+    law = jl.bench.histogram_law(run, "compute", 0)
+    counts = run["compute_hist"].sel(rank=0).values
+    assert counts.sum() == run.attrs["iterations"] > run.sizes["sample"]
+    # uniform inside each bin: the law's mean is the count-weighted mean of the midpoints
+    edges = run["bin_edges"].values[:-1]
+    middle = (edges[:-1] + edges[1:]) / 2
+    assert law.mean() == pytest.approx(np.dot(counts[:-1], middle) / counts.sum(), rel=1e-12)
+    with pytest.raises(ValueError, match="quantity"):
+        jl.bench.histogram_law(run, "wait", 0)
+    overflow = run.copy(deep=True)
+    overflow["compute_hist"].values[0, -1] = 3
+    with pytest.raises(ValueError, match="beyond the histogram's last finite edge"):
+        jl.bench.histogram_law(overflow, "compute", 0)

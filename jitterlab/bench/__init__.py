@@ -26,10 +26,10 @@ from ._tsc import CycleCounterError, TscCalibration, TscWarning, calibrate_tsc, 
 from .detour import detour, read_detour
 from .fwq import fwq, lcg_work, read_fwq_samples, write_fwq_samples
 from .latency import latency_benchmark, read_latency, summarize_latency, write_latency
-from .pb import parallel_benchmark, read_pb, write_pb
+from .pb import histogram_law, parallel_benchmark, read_pb, write_pb
 
 __all__ = ["detour", "read_detour", "fwq", "lcg_work", "read_fwq_samples",
-           "write_fwq_samples", "parallel_benchmark", "read_pb", "write_pb",
+           "write_fwq_samples", "parallel_benchmark", "read_pb", "write_pb", "histogram_law",
            "latency_benchmark", "read_latency", "write_latency", "summarize_latency",
            "calibrate_tsc",
            "read_cycles", "TscCalibration", "CycleCounterError", "TscWarning"]

@@ -57,7 +57,8 @@ from ._tsc import calibrate_tsc, check_cycle_counter, read_tsc
 from .detour import _DeferredInterrupt
 from .fwq import LCG_A, LCG_B, LCG_P, _calibrate, _lcg, _Quanta
 
-__all__ = ["parallel_benchmark", "read_pb", "write_pb", "default_hist_bins", "is_pb_file",
+__all__ = ["parallel_benchmark", "read_pb", "write_pb", "histogram_law", "default_hist_bins",
+           "is_pb_file",
            "store_path", "target_problem", "QUANTITIES",
            "HIST_BINS_PER_DECADE", "HIST_RANGE", "SOURCE"]
 
@@ -658,6 +659,41 @@ def _dataset_from_store(metadata: dict, chunks: list[dict], name: str):
         complete=bool(metadata.get("complete", False)),
         interrupted=bool(metadata.get("interrupted", False)))
     return xr.Dataset(data_vars, coords=coords, attrs=attrs)
+
+
+def histogram_law(dataset, quantity: str, rank: int):
+    """The law of one rank's ``quantity`` over every iteration of a run, from its histogram.
+
+    Parameters
+    ----------
+    dataset : xarray.Dataset
+        A Parallel Benchmark result (:func:`read_pb`, :func:`jitterlab.datasets.load_pb`).
+    quantity : {"compute", "barrier", "iteration"}
+        Which time: w + δ, b or θ.
+    rank : int
+        The rank. [-]
+
+    Returns
+    -------
+    jitterlab.noise.Histogram
+        Uniform inside each bin [s]. The raw ``sample`` values hold only the first
+        iterations of a long run; the histograms count all of them.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``quantity``, or when iterations fell into the last bin, which
+        reaches to infinity (longer than the histogram's range).
+    """
+    from ..noise import Histogram
+
+    if quantity not in QUANTITIES:
+        raise ValueError(f"quantity must be one of {QUANTITIES}, got {quantity!r}")
+    counts = dataset[f"{quantity}_hist"].sel(rank=rank).values
+    if counts[-1]:
+        raise ValueError(f"rank {rank}: {int(counts[-1])} {quantity} times beyond the "
+                         "histogram's last finite edge")
+    return Histogram(dataset["bin_edges"].values[:-1], counts[:-1])
 
 
 def write_pb(dataset, path) -> Path:
