@@ -117,9 +117,11 @@ def test_measure_fwq(tmp_path, capsys, name):
     assert status == 0 and "LCG iterations" in out
     law = jl.bench.read_fwq_samples(output)
     assert law.values.size == 100
-    # noise only lengthens quanta, but a calibration run that shared its CPU with another
-    # process can set the quantum a few per cent short: allow 5 %
-    assert law.lower == pytest.approx(100e-6, rel=0.05)
+    # noise only lengthens quanta, but a calibration made while the whole virtual machine
+    # ran slow sets the quantum short: the shipped 2-rank PB run shows such a phase with
+    # every quantum about 9 % long (notebook 08), and one CI run here found the fastest
+    # quantum 5.1 % short; allow 10 %
+    assert law.lower == pytest.approx(100e-6, rel=0.10)
     status, _, err = run(argv, capsys)
     assert status == 2 and "exists; pass --force" in err
     status, out, _ = run(["info", str(output)], capsys)
