@@ -3,8 +3,9 @@
 The files live in the ``data/`` folder next to the package (a source checkout):
 
 * ``data/NAME.csv`` — numbers transcribed from a paper, with the provenance record
-  ``data/NAME.md`` (paper, section or figure, what each number is, units, checksum);
-  :func:`load_paper_values`.
+  ``data/NAME.md`` (paper, section or figure, what each number is, units, checksum):
+  single numbers stated in the text, :func:`load_paper_values`; a paper's printed tables,
+  one row per table row, :func:`load_paper_table`.
 * ``data/measured/`` — measurements of one machine made with jitterlab's own benchmarks
   (detour traces, FWQ samples, Parallel Benchmark runs), recorded by
   ``python data/record_measurements.py``, among them a *jitSim session* (detour traces
@@ -30,8 +31,8 @@ from ._checks import check_positive
 
 __all__ = ["DATA_DIR", "PAPER_VALUE_COLUMNS", "MEASUREMENT_COLUMNS", "RECORD_COMMAND",
            "DETOUR_VARIANTS", "PB_VARIANTS",
-           "load_paper_values", "list_measurements", "measurement_path", "load_detour",
-           "load_fwq", "load_pb", "load_latency"]
+           "load_paper_values", "load_paper_table", "list_measurements", "measurement_path",
+           "load_detour", "load_fwq", "load_pb", "load_latency"]
 
 #: the ``data/`` folder of a source checkout: the package's parent directory + ``data``
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
@@ -91,16 +92,7 @@ def load_paper_values(name: str = "garg_de_2006") -> pd.DataFrame:
     >>> round(float(values["one_way_latency"]) * 1e6, 3)  # τ, Garg & De 2006 §4.1 [µs]
     5.0
     """
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise ValueError(f"name must be a plain table name such as 'garg_de_2006', "
-                         f"got {name!r}")
-    path = DATA_DIR / f"{name}.csv"
-    if not path.is_file():
-        available = sorted(p.stem for p in DATA_DIR.glob("*.csv")) if DATA_DIR.is_dir() else []
-        raise FileNotFoundError(
-            f"no table of paper values named {name!r}: {path} does not exist (the data/ "
-            "folder ships with a source checkout of jitterlab); available: "
-            f"{', '.join(available) or 'none'}")
+    path = _paper_path(name, "paper values", "garg_de_2006")
     table = pd.read_csv(path, dtype={"quantity": str, "value": float, "unit": str,
                                      "source": str, "note": str}, keep_default_na=False)
     missing = [c for c in PAPER_VALUE_COLUMNS if c not in table.columns]
@@ -112,6 +104,74 @@ def load_paper_values(name: str = "garg_de_2006") -> pd.DataFrame:
     table = table[list(PAPER_VALUE_COLUMNS)]
     table.attrs["path"] = str(path)
     return table
+
+
+def load_paper_table(name: str = "hammond_2010_tables") -> pd.DataFrame:
+    """Load a table printed in a paper, one row per row of the printed table.
+
+    Parameters
+    ----------
+    name : str
+        Table name: the file ``data/NAME.csv``, whose provenance record is
+        ``data/NAME.md`` (the paper, which of its tables, how they were transcribed, the
+        meaning and unit of every column, the file's checksum).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns of the file, numbers as printed; a column's unit is the suffix of
+        its name (``_s`` seconds [s], ``_percent`` percent [%]) or is given in the
+        record. The column ``source`` names the paper, section and table of each row.
+        ``df.attrs["path"]`` records the file read and ``df.attrs["provenance"]`` its
+        record.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not a plain file name, or the table lacks the ``source`` column
+        or has an empty cell.
+    FileNotFoundError
+        If ``data/NAME.csv`` or its record ``data/NAME.md`` does not exist (the message
+        names the path looked at).
+
+    Examples
+    --------
+    >>> from jitterlab.datasets import load_paper_table
+    >>> tables = load_paper_table("hammond_2010_tables")
+    >>> catamount = tables[tables["table"] == 1]  # Hammond et al. 2010, Table 1
+    >>> round(float(catamount["error_percent"].abs().mean()), 1)  # mean |error| [%]
+    5.2
+    """
+    path = _paper_path(name, "paper tables", "hammond_2010_tables")
+    record = path.with_suffix(".md")
+    if not record.is_file():
+        raise FileNotFoundError(f"{path} has no provenance record: {record} does not exist")
+    table = pd.read_csv(path, keep_default_na=False, na_values=[""])
+    if "source" not in table.columns:
+        raise ValueError(f"{path} lacks the column 'source' (paper, section and table of "
+                         "each row)")
+    empty = table.columns[table.isna().any()].tolist()
+    if empty:
+        raise ValueError(f"{path} has empty cells in the column(s) {empty}")
+    table.attrs["path"] = str(path)
+    table.attrs["provenance"] = str(record)
+    return table
+
+
+def _paper_path(name: str, what: str, example: str) -> Path:
+    """``data/NAME.csv`` of a table transcribed from a paper; ValueError for a name that
+    is not a plain file name, FileNotFoundError naming the path and the tables shipped."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(f"name must be a plain table name such as {example!r}, "
+                         f"got {name!r}")
+    path = DATA_DIR / f"{name}.csv"
+    if not path.is_file():
+        available = sorted(p.stem for p in DATA_DIR.glob("*.csv")) if DATA_DIR.is_dir() else []
+        raise FileNotFoundError(
+            f"no table of {what} named {name!r}: {path} does not exist (the data/ "
+            "folder ships with a source checkout of jitterlab); available: "
+            f"{', '.join(available) or 'none'}")
+    return path
 
 
 # --------------------------------------------------------------------------------------
