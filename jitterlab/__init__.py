@@ -7,10 +7,11 @@ of jitter traces (:class:`Trace`, :func:`simulate`).
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import bench, characterize, correlated, datasets, io, noise, synthetic, validate
+from . import apps, bench, characterize, correlated, datasets, io, noise, synthetic, validate
 from .bounds import arrival_offsets, barrier_time, theorem1_bounds, tree_depth
 from .io import read_trace
 from .maxofn import max_of_n
+from .message import Message
 from .simulate import TreeBarrier, simulate
 from .synthetic import coscheduled_trace, jitsim_coscheduled_trace, jitsim_trace, synthetic_trace
 from .trace import Trace
@@ -25,5 +26,5 @@ __all__ = [
     "Trace", "read_trace", "synthetic_trace", "coscheduled_trace", "jitsim_trace",
     "jitsim_coscheduled_trace", "simulate", "TreeBarrier",
     "io", "synthetic", "bench", "characterize", "validate", "datasets", "__version__",
-    "correlated",
+    "correlated", "Message", "apps",
 ]

@@ -18,6 +18,7 @@ from . import _simkernels
 from ._checks import check_integer, check_positive
 from ._provenance import provenance_attrs
 from ._random import RngLike, as_generator, seed_from
+from .message import Message
 from .noise.trace_law import trace_positions
 from .trace import Trace
 
@@ -44,6 +45,10 @@ class TreeBarrier:
         j // cores_per_node.
     intra_node_latency : float, optional
         Wire latency of a message inside a node; default ``latency``. [s]
+    message : jitterlab.Message, optional
+        The message cost model (the same one :mod:`jitterlab.apps` uses), instead of
+        ``send``, ``recv``, ``latency`` and ``intra_node_latency``; its wire time
+        (latency, per-byte cost, rendezvous handshake) is the hop's latency.
     """
 
     fanout: int = 2
@@ -52,18 +57,30 @@ class TreeBarrier:
     latency: float = 0.0
     cores_per_node: int | None = None
     intra_node_latency: float | None = None
+    message: Message | None = None
 
     def __post_init__(self):
         fanout = check_integer("fanout", self.fanout, 2)
         if fanout > 63:
             raise ValueError(f"fanout must be at most 63, got {fanout}")
         object.__setattr__(self, "fanout", fanout)
-        for name in ("send", "recv", "latency"):
-            object.__setattr__(self, name, check_positive(name, getattr(self, name),
-                                                          allow_zero=True))
-        if self.intra_node_latency is not None:
-            object.__setattr__(self, "intra_node_latency", check_positive(
-                "intra_node_latency", self.intra_node_latency, allow_zero=True))
+        if self.message is None:
+            object.__setattr__(self, "message", Message(
+                send=self.send, recv=self.recv, latency=self.latency,
+                intra_node_latency=self.intra_node_latency))
+        elif not isinstance(self.message, Message):
+            raise TypeError(f"message must be a jl.Message, got {type(self.message).__name__}")
+        elif (self.send, self.recv, self.latency, self.intra_node_latency) != (0, 0, 0, None):
+            raise TypeError("give the message costs once: message=jl.Message(...) or "
+                            "send/recv/latency/intra_node_latency, not both")
+        message = self.message
+        # the fields read by the simulation: CPU costs and the hop's whole wire time
+        object.__setattr__(self, "send", message.send)
+        object.__setattr__(self, "recv", message.recv)
+        object.__setattr__(self, "latency", message.wire_time())
+        if message.intra_node_latency is not None:
+            object.__setattr__(self, "intra_node_latency",
+                               message.wire_time(intra_node=True))
         if self.cores_per_node is not None:
             object.__setattr__(self, "cores_per_node",
                                check_integer("cores_per_node", self.cores_per_node, 1))
@@ -81,7 +98,8 @@ class TreeBarrier:
         return self.latency + 0.5 * (self.fanout + 1) * (self.send + self.recv)
 
     def describe(self) -> str:
-        inner = ", ".join(f"{k}={v}" for k, v in asdict(self).items() if v is not None)
+        fields = {k: v for k, v in asdict(self).items() if k != "message" and v is not None}
+        inner = ", ".join(f"{k}={v}" for k, v in fields.items())
         return f"TreeBarrier({inner})"
 
 

@@ -7,7 +7,7 @@ import xarray as xr
 
 from .simulate import TreeBarrier, draw_offsets
 
-__all__ = ["simulate_reference", "walk", "walk_from_row"]
+__all__ = ["simulate_reference", "walk", "walk_from_row", "wavefront_reference"]
 
 _TIE = 16 * np.finfo(np.float64).eps  # relative rounding allowed in "ends exactly at"
 
@@ -139,3 +139,158 @@ def simulate_reference(trace, n: int, work: float, phases: int = 1, start="rando
         data["compute_time"] = (("phase", "task"), compute, {"units": "s"})
         data["wait_time"] = (("phase", "task"), ends - previous - compute, {"units": "s"})
     return xr.Dataset(data, coords={"phase": np.arange(phases), "n": int(n)})
+
+
+def _wavefront_programs(workload):
+    """Each rank's operations in program order, as LogGOPSim's GOAL schedule lists them:
+    ("recv", source), ("calc", pass), ("send", target)."""
+    px, py = workload.px, workload.py
+    corners = [tuple(c) for c in workload.corners]
+    programs = []
+    for rank in range(workload.n):
+        i, j = rank % px, rank // px
+        ops = []
+        for g in range(workload.iterations * len(corners) * workload.blocks):
+            dx, dy = corners[(g // workload.blocks) % len(corners)]
+            if 0 <= i - dx < px:
+                ops.append(("recv", j * px + i - dx, g))
+            if 0 <= j - dy < py:
+                ops.append(("recv", (j - dy) * px + i, g))
+            ops.append(("calc", rank, g))
+            if 0 <= i + dx < px:
+                ops.append(("send", j * px + i + dx, g))
+            if 0 <= j + dy < py:
+                ops.append(("send", (j + dy) * px + i, g))
+        programs.append(ops)
+    return programs
+
+
+def wavefront_reference(workload, progress: str = "in_order", trace=None, offsets=None,
+                        delta=None):
+    """Plain twin of :func:`jitterlab.apps.wavefront_simulate` (slow, for tests).
+
+    Walks every rank's operation list (the GOAL schedule of the LogGOPSim reference).
+    ``trace`` with ``offsets`` [s]: CPU time walks the trace row by row; ``delta``
+    (passes × ranks) [s]: added to each block's compute (in order only). Returns the
+    total time and each rank's finish [s].
+    """
+    import heapq
+
+    programs = _wavefront_programs(workload)
+    message = workload.message
+    wire_x, wire_y = workload.wire_times()
+    n = workload.n
+    if trace is not None:
+        jitter = np.asarray(trace.jitter_seconds, dtype=float)
+        gap = np.asarray(trace.gap_seconds, dtype=float)
+
+    def busy(rank, t, cpu):
+        if trace is None or cpu <= 0:
+            return t + cpu
+        return walk(jitter, gap, offsets[rank] + t, cpu) - offsets[rank]
+
+    def compute(rank, g, t):
+        if delta is not None:
+            return t + workload.work + delta[g, rank]
+        return busy(rank, t, workload.work)
+
+    def along_x(source, target):
+        return abs(source - target) == 1 and source // workload.px == target // workload.px
+
+    def wire(source, target):
+        return wire_x if along_x(source, target) else wire_y
+
+    if progress == "in_order":  # every rank in pass order; arrivals keyed by message
+        clock, arrival = np.zeros(n), {}
+        position = [0] * n
+        for g in range(workload.iterations * len(workload.corners) * workload.blocks):
+            pending = list(range(n))
+            while pending:  # ranks whose upstream messages of pass g are all sent
+                waiting = []
+                for rank in pending:
+                    ops = programs[rank]
+                    k = position[rank]
+                    needs = [op for op in ops[k:] if op[2] == g and op[0] == "recv"]
+                    if any((op[1], rank, g) not in arrival for op in needs):
+                        waiting.append(rank)
+                        continue
+                    t = clock[rank]
+                    while k < len(ops) and ops[k][2] == g:
+                        kind, other, _ = ops[k]
+                        if kind == "recv":
+                            t = busy(rank, max(t, arrival.pop((other, rank, g))), message.recv)
+                        elif kind == "calc":
+                            t = compute(rank, g, t)
+                        else:
+                            t = busy(rank, t, message.send)
+                            arrival[(rank, other, g)] = t + wire(rank, other)
+                        k += 1
+                    clock[rank], position[rank] = t, k
+                pending = waiting
+            if workload.allreduce and (g + 1) % (len(workload.corners) * workload.blocks) == 0:
+                clock[:] = clock.max() + workload.allreduce_time()
+        return float(clock.max()), clock
+    if delta is not None or workload.allreduce:
+        raise ValueError("progress='on_arrival' has no noise law and no all-reduce")
+    # on arrival: events by time, then by creation; the CPU takes a message when free.
+    # Times are whole picoseconds, so that simultaneous events are exactly simultaneous
+    scale = 10**12
+    costs = {name: round(value * scale) for name, value in
+             (("send", message.send), ("recv", message.recv), ("work", workload.work),
+              ("x", wire_x), ("y", wire_y))}
+
+    def busy_ps(rank, t, cpu):
+        if trace is None or cpu <= 0:
+            return t + cpu
+        return max(t + cpu, round(busy(rank, t / scale, cpu / scale) * scale))
+
+    def wire_ps(source, target):
+        return costs["x"] if along_x(source, target) else costs["y"]
+
+    free = [0] * n
+    position = [0] * n
+    taken, posted = [set() for _ in range(n)], [None] * n
+    events, stamp = [], 0
+
+    def push(t, kind, rank, payload=None):
+        nonlocal stamp
+        heapq.heappush(events, (t, stamp, kind, rank, payload))
+        stamp += 1
+
+    def next_op(rank):
+        position[rank] += 1
+        if position[rank] < len(programs[rank]):
+            push(free[rank], "op", rank)
+
+    for rank in range(n):
+        push(0, "op", rank)
+    while events:
+        t, old_stamp, kind, rank, payload = heapq.heappop(events)
+        if kind == "msg":
+            if free[rank] > t:
+                heapq.heappush(events, (free[rank], old_stamp, kind, rank, payload))
+                continue
+            free[rank] = busy_ps(rank, t, costs["recv"])
+            if posted[rank] == payload:
+                posted[rank] = None
+                next_op(rank)
+            else:
+                taken[rank].add(payload)
+            continue
+        op, other, g = programs[rank][position[rank]]
+        if op == "recv":
+            if (other, g) in taken[rank]:
+                taken[rank].remove((other, g))
+                next_op(rank)
+            else:
+                posted[rank] = (other, g)
+        elif free[rank] > t:
+            heapq.heappush(events, (free[rank], old_stamp, kind, rank, payload))
+        elif op == "calc":
+            free[rank] = busy_ps(rank, t, costs["work"])
+            next_op(rank)
+        else:
+            free[rank] = busy_ps(rank, t, costs["send"])
+            push(free[rank] + wire_ps(rank, other), "msg", other, (rank, g))
+            next_op(rank)
+    return max(free) / scale, np.array(free) / scale

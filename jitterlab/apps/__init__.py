@@ -1,0 +1,17 @@
+"""Application models under noise: whole codes whose communication is more than a barrier.
+
+:class:`Wavefront` is the pipelined 2-D sweep of Sweep3D and Chimaera (seed 002), with
+the pipeline model :func:`wavefront_predict` and the block-by-block simulation
+:func:`wavefront_simulate` (Monte Carlo from a noise law, or trace-driven).
+"""
+
+from .wavefront import (
+    SWEEP_ORDERS,
+    Wavefront,
+    square_grid,
+    wavefront_predict,
+    wavefront_simulate,
+)
+
+__all__ = ["Wavefront", "wavefront_predict", "wavefront_simulate", "square_grid",
+           "SWEEP_ORDERS"]

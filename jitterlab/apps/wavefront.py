@@ -1,0 +1,529 @@
+"""A pipelined 2-D wavefront code (Sweep3D, Chimaera) under noise: seed 002's application.
+
+Ranks form a px × py grid (rank = j·px + i) over the x-y plane of the problem; each
+sweep starts at one corner of the grid and crosses it diagonally, pipelined in
+``blocks`` (k-planes × angles): a rank receives its upstream x and y faces, computes
+a block, and sends its downstream faces, so the downstream ranks start one block
+behind (Hoisie et al.; Mudalige, Vernon & Jarvis; Hammond et al., seed 002).
+
+Three ways side by side, as for the barrier loop: :func:`wavefront_predict` (the
+noiseless pipeline in closed form, with bounds on the expected time under a noise
+law), and :func:`wavefront_simulate` with ``method="montecarlo"`` (a δ from a noise
+law added to every block) or ``method="trace"`` (each rank replays a jitter trace
+from its own start, compute and message CPU time alike, with jitSim's rules).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import xarray as xr
+
+from .. import _simkernels, _wavekernels
+from .._checks import check_integer, check_positive
+from .._provenance import provenance_attrs
+from .._random import RngLike, as_generator, seed_from
+from ..bounds import tree_depth
+from ..maxofn import max_of_n
+from ..message import Message
+from ..noise import NoiseModel, from_trace
+from ..simulate import _trace_arrays, draw_offsets
+from ..trace import Trace
+
+__all__ = ["Wavefront", "wavefront_predict", "wavefront_simulate", "square_grid", "SWEEP_ORDERS"]
+
+_REFERENCE = ((1, 1), (-1, 1), (1, -1), (-1, -1))
+#: named sweep orders: the corner each sweep starts from, as (x direction, y direction)
+SWEEP_ORDERS = {
+    # LogGOPSim's reference schedule (shared/reference/loggopsim): one sweep per corner
+    "reference": _REFERENCE,
+    # Sweep3D: the two octants (±z) of a corner back to back, corners in the same order;
+    # this gives the two full and two diagonal pipeline fills per iteration of the
+    # Hoisie and Mudalige et al. models
+    "sweep3d": tuple(corner for corner in _REFERENCE for _ in range(2)),
+}
+_DELTA_BUDGET = 1 << 22  # noise draws held at once by the Monte Carlo (32 MiB)
+
+
+def _corners(sweeps) -> tuple[tuple[int, int], ...]:
+    if isinstance(sweeps, str):
+        if sweeps not in SWEEP_ORDERS:
+            raise ValueError(f"sweeps must be one of {sorted(SWEEP_ORDERS)} or a sequence of "
+                             f"corners (dx, dy) with dx, dy in {{-1, +1}}, got {sweeps!r}")
+        return SWEEP_ORDERS[sweeps]
+    try:
+        corners = tuple((int(dx), int(dy)) for dx, dy in sweeps)
+    except (TypeError, ValueError):
+        raise ValueError(f"sweeps: each sweep must be a corner (dx, dy), got {sweeps!r}") from None
+    if not corners or any(dx not in (-1, 1) or dy not in (-1, 1) for dx, dy in corners):
+        raise ValueError(f"sweeps: corners are pairs of -1/+1 and at least one is needed, "
+                         f"got {sweeps!r}")
+    return corners
+
+
+@dataclass(frozen=True)
+class Wavefront:
+    """A wavefront workload: grid, blocks, work per block, sweeps and messages.
+
+    Parameters
+    ----------
+    px, py : int
+        Processor grid; rank = j·px + i. [-]
+    blocks : int
+        Blocks each sweep pipelines (k-plane blocks × angle blocks). [-]
+    work : float
+        Compute of one rank for one block. [s]
+    iterations : int
+        Iterations, each of all the sweeps. [-]
+    sweeps : str or sequence of (int, int)
+        "reference" (+x+y, −x+y, +x−y, −x−y, LogGOPSim's schedule), "sweep3d" (the
+        same corners, two octants each), or the corners (dx, dy) in order.
+    message : jitterlab.Message
+        Cost of one face message (CPU time at both ends, wire latency, per byte).
+    bytes_x, bytes_y : int, optional
+        Size of the face sent along x and along y; default ``message.size``. [B]
+    allreduce : bool
+        Close every iteration with an all-reduce (a convergence test): every rank
+        waits for the slowest, then for a reduce and broadcast on a binary tree of
+        noiseless messages, 2·D·(send + wire + recv) with D the tree's depth.
+    """
+
+    px: int
+    py: int
+    blocks: int
+    work: float
+    iterations: int = 1
+    sweeps: str | Sequence = "reference"
+    message: Message = field(default_factory=Message)
+    bytes_x: int | None = None
+    bytes_y: int | None = None
+    allreduce: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "px", check_integer("px", self.px, 1))
+        object.__setattr__(self, "py", check_integer("py", self.py, 1))
+        object.__setattr__(self, "blocks", check_integer("blocks", self.blocks, 1))
+        object.__setattr__(self, "work", check_positive("work", self.work))
+        object.__setattr__(self, "iterations", check_integer("iterations", self.iterations, 1))
+        _corners(self.sweeps)
+        if not isinstance(self.message, Message):
+            raise TypeError(f"message must be a jl.Message, got {type(self.message).__name__}")
+        for name in ("bytes_x", "bytes_y"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, check_integer(name, getattr(self, name), 0))
+        if not isinstance(self.allreduce, bool | np.bool_):
+            raise TypeError(f"allreduce must be True or False, got {self.allreduce!r}")
+
+    @classmethod
+    def from_problem(cls, cells: Sequence[int], cores: int | None = None, *,
+                     px: int | None = None, py: int | None = None, cell_time: float,
+                     block_height: int = 1, angles: int = 1, angles_per_block: int = 1,
+                     bytes_per_value: int = 8, **kwargs) -> Wavefront:
+        """The workload of an nx × ny × nz problem on ``cores`` ranks.
+
+        Each rank holds ⌈nx/px⌉ × ⌈ny/py⌉ columns; a block is ``block_height`` k-planes
+        of ``angles_per_block`` angles, so a sweep has ⌈nz/height⌉·⌈angles/apb⌉ blocks
+        of ``cell_time`` × cells × angles of work, and a face holds one value per cell
+        of the face and angle.
+
+        Parameters
+        ----------
+        cells : (int, int, int)
+            Problem size nx, ny, nz. [cells]
+        cores : int, optional
+            Number of ranks; without ``px`` and ``py`` the grid is the most nearly
+            square px × py = cores with px <= py (:func:`square_grid`). [-]
+        px, py : int, optional
+            Processor grid (both, and then px·py must equal ``cores`` if given). [-]
+        cell_time : float
+            Compute time of one cell for one angle. [s]
+        block_height, angles, angles_per_block : int
+            k-planes per block, angles per sweep, angles per block. [-]
+        bytes_per_value : int
+            Size of one face value (8: double precision). [B]
+        **kwargs
+            ``iterations``, ``sweeps``, ``message``, ``allreduce`` as for the class.
+
+        Examples
+        --------
+        >>> import jitterlab as jl
+        >>> wf = jl.apps.Wavefront.from_problem((60, 60, 60), 8, cell_time=1e-7, block_height=5)
+        >>> (wf.px, wf.py, wf.blocks, wf.bytes_x, wf.bytes_y)
+        (2, 4, 12, 600, 1200)
+        """
+        if isinstance(cells, str) or len(cells) != 3:
+            raise ValueError(f"cells must be (nx, ny, nz), got {cells!r}")
+        nx, ny, nz = (check_integer(name, value, 1) for name, value in zip(("nx", "ny", "nz"),
+                                                                           cells, strict=True))
+        if px is None and py is None:
+            if cores is None:
+                raise TypeError("from_problem() needs cores, or the grid px and py")
+            px, py = square_grid(cores)
+        elif px is None or py is None:
+            raise TypeError("give both px and py, or neither (the grid then follows cores)")
+        px, py = check_integer("px", px, 1), check_integer("py", py, 1)
+        if cores is not None and px * py != check_integer("cores", cores, 1):
+            raise ValueError(f"the grid px × py = {px} × {py} = {px * py} ranks does not hold "
+                             f"cores = {cores}")
+        if px > nx or py > ny:
+            raise ValueError(f"the grid {px} × {py} is larger than the {nx} × {ny} columns")
+        height = check_integer("block_height", block_height, 1)
+        angles = check_integer("angles", angles, 1)
+        per_block = check_integer("angles_per_block", angles_per_block, 1)
+        cell_time = check_positive("cell_time", cell_time)
+        width_x, width_y = math.ceil(nx / px), math.ceil(ny / py)
+        blocks = math.ceil(nz / height) * math.ceil(angles / per_block)
+        work = cell_time * width_x * width_y * height * per_block
+        bytes_per_value = check_integer("bytes_per_value", bytes_per_value, 0)
+        return cls(px=px, py=py, blocks=blocks, work=work,
+                   bytes_x=width_y * height * per_block * bytes_per_value,
+                   bytes_y=width_x * height * per_block * bytes_per_value, **kwargs)
+
+    @property
+    def n(self) -> int:
+        """Number of ranks N = px·py. [-]"""
+        return self.px * self.py
+
+    @property
+    def corners(self) -> np.ndarray:
+        """The sweeps' corners as an (S, 2) array of (dx, dy)."""
+        return np.array(_corners(self.sweeps), dtype=np.int64)
+
+    def wire_times(self) -> tuple[float, float]:
+        """Wire time of an x face and of a y face [s]."""
+        return self.message.wire_time(self.bytes_x), self.message.wire_time(self.bytes_y)
+
+    def allreduce_time(self) -> float:
+        """Noiseless all-reduce after an iteration, or −1 without one. [s]"""
+        if not self.allreduce:
+            return -1.0
+        return 2.0 * int(tree_depth(self.n)) * self.message.one_way
+
+    def describe(self) -> str:
+        sweeps = self.sweeps if isinstance(self.sweeps, str) else str(list(_corners(self.sweeps)))
+        return (f"Wavefront(px={self.px}, py={self.py}, blocks={self.blocks}, work={self.work}, "
+                f"iterations={self.iterations}, sweeps={sweeps}, "
+                f"{self.message.describe()}, bytes_x={self.bytes_x}, bytes_y={self.bytes_y}, "
+                f"allreduce={self.allreduce})")
+
+    def _kernel_args(self):
+        wire_x, wire_y = self.wire_times()
+        return (self.px, self.py, self.corners, self.blocks, self.work, self.message.send,
+                self.message.recv, wire_x, wire_y, self.allreduce_time())
+
+
+def square_grid(cores: int) -> tuple[int, int]:
+    """The most nearly square grid px × py = ``cores`` with px <= py.
+
+    Examples
+    --------
+    >>> [square_grid(n) for n in (4, 8, 32, 6144)]
+    [(2, 2), (2, 4), (4, 8), (64, 96)]
+    """
+    cores = check_integer("cores", cores, 1)
+    px = math.isqrt(cores)
+    while cores % px:
+        px -= 1
+    return px, cores // px
+
+
+def _check_workload(workload) -> Wavefront:
+    if not isinstance(workload, Wavefront):
+        raise TypeError(f"workload must be a jl.apps.Wavefront, got {type(workload).__name__}")
+    return workload
+
+
+def _noiseless(workload: Wavefront, work: float | None = None, levels: bool = False):
+    """Finish per rank and per iteration without noise, summed over blocks in closed form."""
+    px, py, corners, blocks, w, send, recv, wire_x, wire_y, allreduce = workload._kernel_args()
+    w = w if work is None else work
+    n_ranks = workload.n
+    costs = {w + (a + b) * recv + (c + d) * send for a in (0, 1) for b in (0, 1)
+             for c in (0, 1) for d in (0, 1)}
+    slopes = np.array(sorted(costs))
+    finish = np.zeros(n_ranks)
+    iteration_end = np.zeros(workload.iterations)
+    n_levels = workload.iterations * corners.shape[0] * (blocks + px + py) + 1
+    level_count = np.zeros(n_levels if levels else 0, dtype=np.int64)
+    _wavekernels.pipeline_pieces(px, py, corners, blocks, workload.iterations, w, send, recv,
+                                 wire_x, wire_y, allreduce, slopes, finish, iteration_end,
+                                 level_count)
+    return finish, iteration_end, level_count
+
+
+def _as_law(noise, work: float) -> NoiseModel:
+    if isinstance(noise, Trace):
+        return from_trace(noise, work)
+    if isinstance(noise, NoiseModel):
+        return noise
+    raise TypeError(f"noise must be None, a jl.noise law or a jl.Trace, got "
+                    f"{type(noise).__name__}")
+
+
+def _base_vars(iteration_end, finish, dims=()):
+    iteration_time = np.diff(iteration_end, prepend=0.0, axis=-1)
+    return {
+        "total_time": (dims, iteration_end[..., -1],
+                       {"units": "s", "long_name": "time until the last rank is done"}),
+        "iteration_time": ((*dims, "iteration"), iteration_time,
+                           {"units": "s", "long_name": "time of each iteration (slowest rank)"}),
+        "finish": ((*dims, "rank"), finish, {"units": "s", "long_name": "each rank's finish"}),
+    }
+
+
+def _attrs(workload: Wavefront, method: str) -> dict:
+    return {"method": method, "workload": workload.describe(), "n": workload.n,
+            **provenance_attrs()}
+
+
+def wavefront_predict(workload: Wavefront, noise=None) -> xr.Dataset:
+    """The pipeline model of a wavefront workload, and bounds on its time under noise.
+
+    Parameters
+    ----------
+    workload : Wavefront
+        The workload.
+    noise : jitterlab.noise law or jitterlab.Trace, optional
+        The noise δ of one block's compute (a Trace: the law of the δ that ``work``
+        meets from a random start, :func:`jitterlab.noise.from_trace`). Message CPU
+        time is taken as noiseless here.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``total_time``, ``iteration_time`` (dim ``iteration``) and ``finish`` (dim
+        ``rank``) without noise [s]; with ``noise`` also ``total_time_lower`` and
+        ``total_time_upper``, bounds on the expected total time when every block meets
+        an independent δ, and ``slowdown_lower``, ``slowdown_upper`` [-].
+
+    Notes
+    -----
+    Without noise a block of rank r ends at E_b = max(E_{b−1}, X_b, Y_b') + c_r, with
+    c_r the rank's CPU time per block (work, and send and receive overheads for the
+    neighbours it has) and X_b, Y_b' its arrivals (Y shifted by the x receive that
+    precedes it). Each E_b is a maximum of lines α + b·σ whose slopes are block costs,
+    so the blocks are summed in closed form and a sweep costs O(ranks) — the pipeline
+    fill and the steady state of the plug-and-play model of Mudalige, Vernon & Jarvis,
+    exact for this schedule.
+
+    Under noise the total time T(δ) is the longest path through the blocks, a maximum
+    of sums, hence convex in δ: Jensen gives E[T] >= T(E δ) (``total_time_lower``, the
+    model with work w + E δ). Sorting the blocks into levels so that no dependency
+    chain holds two blocks of a level gives T(δ) <= T(0) + Σ_levels max δ over the
+    level, so E[T] <= T(0) + Σ_ℓ E[max of m_ℓ δ] (``total_time_upper``), the expected
+    maxima taken exactly by :func:`jitterlab.max_of_n`.
+
+    References
+    ----------
+    .. [1] S.D. Hammond et al., "To Upgrade or not to Upgrade? Catamount vs. Cray Linux
+       Environment" (seed 002).
+    .. [2] G.R. Mudalige, M.K. Vernon, S.A. Jarvis, "A Plug-and-Play Model for
+       Evaluating Wavefront Computations on Parallel Architectures", IPDPS 2008.
+
+    Examples
+    --------
+    >>> import jitterlab as jl
+    >>> m = jl.Message(send=1e-6, recv=1e-6, latency=5e-6)
+    >>> wf = jl.apps.Wavefront(8, 8, blocks=10, work=100e-6, iterations=2, message=m)
+    >>> round(float(jl.apps.wavefront_predict(wf)["total_time"]) * 1e3, 6)  # [ms]
+    17.368
+    """
+    workload = _check_workload(workload)
+    finish, iteration_end, level_count = _noiseless(workload, levels=noise is not None)
+    data = _base_vars(iteration_end, finish)
+    attrs = _attrs(workload, "pipeline model (closed form over blocks)")
+    if noise is not None:
+        law = _as_law(noise, workload.work)
+        mean = float(law.mean())
+        total = float(iteration_end[-1])
+        lower = float(_noiseless(workload, work=workload.work + mean)[1][-1])
+        sizes, repeats = np.unique(level_count[level_count > 0], return_counts=True)
+        maxima = max_of_n(law, n=sizes)["mean"].to_numpy()
+        upper = total + float(np.dot(repeats, maxima))
+        data.update({
+            "total_time_lower": ((), lower, {"units": "s", "long_name":
+                                             "lower bound of E[total time] (Jensen)"}),
+            "total_time_upper": ((), upper, {"units": "s", "long_name":
+                                             "upper bound of E[total time] (levels)"}),
+            "slowdown_lower": ((), lower / total - 1.0, {"units": "1"}),
+            "slowdown_upper": ((), upper / total - 1.0, {"units": "1"}),
+        })
+        attrs.update(noise=getattr(law, "describe", lambda: type(law).__name__)()
+                     if callable(getattr(law, "describe", None)) else type(law).__name__,
+                     noise_mean=mean, levels=int(repeats.sum()))
+    return xr.Dataset(data, coords={"iteration": np.arange(workload.iterations),
+                                    "rank": np.arange(workload.n)}, attrs=attrs)
+
+
+def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: RngLike = None,
+                       method: str | None = None, runs: int = 1,
+                       progress: str = "in_order") -> xr.Dataset:
+    """Simulate a wavefront workload block by block under noise.
+
+    Parameters
+    ----------
+    workload : Wavefront
+        The workload.
+    noise : jitterlab.Trace or jitterlab.noise law, optional
+        None: no noise. A Trace: each rank replays it from its own start (``start``);
+        every CPU time (compute, send, receive) meets its jitter, as in
+        :func:`jitterlab.simulate`. A law: a δ drawn independently for every rank and
+        block is added to the block's compute.
+    start : {"random", "random_row", "synchronized", "coscheduled"} or sequence of int
+        Start points of the ranks in the trace, as for :func:`jitterlab.simulate`.
+    rng : int or numpy.random.Generator, optional
+        Seed of the start points or of the δ draws.
+    method : {"trace", "montecarlo"}, optional
+        Default: "trace" for a Trace, "montecarlo" for a law. "montecarlo" with a
+        Trace uses its law for one block (:func:`jitterlab.noise.from_trace`).
+    runs : int
+        Independent repetitions (dimension ``run``). [-]
+    progress : {"in_order", "on_arrival"}
+        When a rank's CPU takes an arrived message (the receive's CPU time).
+        "in_order": when the program reaches the receive, the block recurrence of
+        :func:`wavefront_predict`. "on_arrival": as soon as the CPU is free after the
+        message arrives, even in the middle of another block (LogGOPSim's rule; a
+        discrete-event run, slower; no all-reduce, no noise law).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``total_time`` (dim ``run``), ``iteration_time`` (``run``, ``iteration``),
+        ``finish`` (``run``, ``rank``) [s]; ``noiseless_time`` [s] and ``slowdown`` =
+        total / noiseless − 1 (``run``) [-].
+
+    Examples
+    --------
+    >>> import jitterlab as jl
+    >>> m = jl.Message(send=1e-6, recv=1e-6, latency=5e-6)
+    >>> wf = jl.apps.Wavefront(4, 16, blocks=10, work=100e-6, iterations=2, message=m)
+    >>> ds = jl.apps.wavefront_simulate(wf, progress="on_arrival")
+    >>> round(float(ds["total_time"][0]) * 1e3, 6)  # [ms], as LogGOPSim gives it
+    17.46
+    """
+    workload = _check_workload(workload)
+    runs = check_integer("runs", runs, 1)
+    if method is None:
+        method = "trace" if isinstance(noise, Trace) else "montecarlo"
+    if method not in ("trace", "montecarlo"):
+        raise ValueError(f"method must be 'trace' or 'montecarlo', got {method!r}")
+    if method == "trace" and noise is not None and not isinstance(noise, Trace):
+        raise TypeError(f"method='trace' needs a jl.Trace as noise, got "
+                        f"{type(noise).__name__} (use method='montecarlo' for a law)")
+    if progress not in ("in_order", "on_arrival"):
+        raise ValueError(f"progress must be 'in_order' or 'on_arrival', got {progress!r}")
+    if progress == "on_arrival":
+        if method == "montecarlo" and noise is not None:
+            raise ValueError("progress='on_arrival' takes noise=None or a jl.Trace, not a "
+                             "noise law (its blocks meet noise in event order)")
+        if workload.allreduce:
+            raise ValueError("progress='on_arrival' does not model the all-reduce: use "
+                             "allreduce=False or progress='in_order'")
+        return _simulate_on_arrival(workload, noise, start, rng, runs)
+    args = workload._kernel_args()
+    n_ranks, iterations = workload.n, workload.iterations
+    n_passes = iterations * args[2].shape[0] * workload.blocks
+    noiseless_end = _noiseless(workload)[1][-1]
+    finishes = np.zeros((runs, n_ranks))
+    ends = np.zeros((runs, iterations))
+    empty_table, empty = np.zeros((1, 3)), np.zeros((0, 0))
+    seed = None
+    if noise is None:
+        for run in range(runs):
+            state = _run_passes(args, 0, n_passes, _wavekernels.NO_NOISE, empty_table,
+                                np.zeros(n_ranks), empty, ends[run])
+            finishes[run] = state[0]
+        kind = "no noise"
+    elif method == "trace":
+        jitter, _, starts, computed = _trace_arrays(noise)
+        table = _simkernels.pack_trace(starts, computed, jitter)
+        seed = seed_from(rng) if isinstance(start, str) else None
+        gen = as_generator(seed)
+        for run in range(runs):
+            offsets = np.ascontiguousarray(draw_offsets(noise, n_ranks, start, rng=gen))
+            state = _run_passes(args, 0, n_passes, _wavekernels.TRACE, table, offsets, empty,
+                                ends[run])
+            finishes[run] = state[0]
+        kind = "trace-driven simulation (jitSim rules for compute and message CPU time)"
+    else:
+        law = _as_law(noise, workload.work)
+        seed = seed_from(rng)
+        gen = as_generator(seed)
+        chunk = max(1, _DELTA_BUDGET // n_ranks)
+        for run in range(runs):
+            state = _wavekernels.new_state(n_ranks)
+            for first in range(0, n_passes, chunk):
+                count = min(chunk, n_passes - first)
+                delta = np.ascontiguousarray(law.sample((count, n_ranks), rng=gen), dtype=float)
+                _wavekernels.run_passes(state, first, count, *args, _wavekernels.DELTA,
+                                        empty_table, np.zeros(n_ranks), delta, ends[run])
+            finishes[run] = state[0]
+        kind = "distribution-driven Monte Carlo of the block recurrence"
+    return _labelled(workload, ends, finishes, noiseless_end, kind, noise, start, seed)
+
+
+_SCALE = 10**12  # the event-driven run counts in whole picoseconds
+
+
+def _in_units(value: float) -> int:
+    """``value`` [s] in whole picoseconds."""
+    return int(round(value * _SCALE))
+
+
+def _simulate_on_arrival(workload, noise, start, rng, runs):
+    px, py, corners, blocks, work, send, recv, wire_x, wire_y, _ = workload._kernel_args()
+    costs = [_in_units(value) for value in (work, send, recv, wire_x, wire_y)]
+    n_ranks, iterations = workload.n, workload.iterations
+    finishes = np.zeros((runs, n_ranks))
+    ends = np.zeros((runs, iterations))
+    seed = None
+    if noise is None:
+        table, mode = np.zeros((1, 3)), _wavekernels.NO_NOISE
+        offsets_of = lambda: np.zeros(n_ranks)  # noqa: E731
+    else:
+        jitter, _, starts, computed = _trace_arrays(noise)
+        table, mode = _simkernels.pack_trace(starts, computed, jitter), _wavekernels.TRACE
+        seed = seed_from(rng) if isinstance(start, str) else None
+        gen = as_generator(seed)
+        offsets_of = lambda: np.ascontiguousarray(  # noqa: E731
+            draw_offsets(noise, n_ranks, start, rng=gen))
+    finish, end = np.zeros(n_ranks, dtype=np.int64), np.zeros(iterations, dtype=np.int64)
+    for run in range(runs):
+        _wavekernels.run_on_arrival(px, py, corners, blocks, iterations, *costs, mode, table,
+                                    offsets_of(), _SCALE, finish, end)
+        finishes[run], ends[run] = finish / _SCALE, end / _SCALE
+    if noise is not None:
+        _wavekernels.run_on_arrival(px, py, corners, blocks, iterations, *costs,
+                                    _wavekernels.NO_NOISE, np.zeros((1, 3)), np.zeros(n_ranks),
+                                    _SCALE, finish, end)
+    noiseless_end = end[-1] / _SCALE if noise is not None else ends[0, -1]
+    kind = ("discrete-event simulation, messages taken on arrival (LogGOPSim's rule)"
+            + ("" if noise is None else ", jitSim rules for CPU time on the trace"))
+    return _labelled(workload, ends, finishes, noiseless_end, kind, noise, start, seed)
+
+
+def _labelled(workload, ends, finishes, noiseless_end, kind, noise, start, seed):
+    data = _base_vars(ends, finishes, dims=("run",))
+    data["noiseless_time"] = ((), noiseless_end, {"units": "s",
+                                                  "long_name": "total time without noise"})
+    data["slowdown"] = (("run",), ends[:, -1] / noiseless_end - 1.0,
+                        {"units": "1", "long_name": "total time / noiseless time − 1"})
+    attrs = _attrs(workload, kind)
+    if noise is not None:
+        attrs["start"] = start if isinstance(start, str) else "explicit rows"
+        if isinstance(noise, Trace):
+            attrs["trace_source"] = str(noise.attrs.get("source", "unknown"))
+    if seed is not None:
+        attrs["seed"] = seed
+    runs, iterations = ends.shape
+    return xr.Dataset(data, coords={"run": np.arange(runs), "iteration": np.arange(iterations),
+                                    "rank": np.arange(workload.n)}, attrs=attrs)
+
+
+def _run_passes(args, first, count, mode, table, offsets, delta, iteration_end):
+    state = _wavekernels.new_state(offsets.size)
+    return _wavekernels.run_passes(state, first, count, *args, mode, table, offsets, delta,
+                                   iteration_end)
