@@ -31,38 +31,42 @@ _MARGIN = 1e-12  # relative: ops ending this close to a jitter take the exact pa
 
 def new_state(n_ranks: int) -> np.ndarray:
     """Kernel state of ``n_ranks`` ranks that all start at time 0."""
-    state = np.zeros((6, n_ranks))
-    state[_NEXT] = -np.inf  # forces the exact path on each rank's first operation
+    state = np.zeros((n_ranks, 8))  # one cache line per rank (rows a power of two
+    state[:, _NEXT] = -np.inf        # apart would collide in the cache)
     return state
 
 
 @numba.njit(cache=True, inline="always")
+def _quick(t, cpu, previous_end, next_start):
+    """End of ``cpu`` started at t when no jitter can meet it, else −1 (scalars only:
+    the hot loop must not pass arrays through inlined calls, numba would count their
+    references at every call)."""
+    end = t + cpu
+    if t >= previous_end and end < next_start:
+        return end
+    return -1.0
+
+
+@numba.njit(cache=True)
 def _busy(state, rank, t, cpu, table, offsets):
     """Time at which ``cpu`` of CPU time started at ``t`` is done on ``rank``'s trace."""
     if cpu <= 0.0:
         return t
-    end = t + cpu
-    if t >= state[_PREV_END, rank] and end < state[_NEXT, rank]:
+    end = _quick(t, cpu, state[rank, _PREV_END], state[rank, _NEXT])
+    if end >= 0.0:
         return end  # no jitter starts before the op is done: the common case
-    hint = int(state[_HINT, rank])
+    hint = int(state[rank, _HINT])
     x = offsets[rank] + t
     finish, _, row = advance(table, x, cpu, hint, hint)
-    state[_HINT, rank] = row
+    state[rank, _HINT] = row
     period = table[table.shape[0] - 1, _START]
     gap_start = table[row, _START] + table[row, _JITTER]
     gap_end = table[row + 1, _START]
     cycle = np.round((finish - gap_start - 0.5 * (gap_end - gap_start)) / period)
     base = cycle * period - offsets[rank]
-    state[_PREV_END, rank] = base + gap_start
-    state[_NEXT, rank] = base + gap_end - _MARGIN * (abs(x) + period)
+    state[rank, _PREV_END] = base + gap_start
+    state[rank, _NEXT] = base + gap_end - _MARGIN * (abs(x) + period)
     return finish - offsets[rank]
-
-
-@numba.njit(cache=True, inline="always")
-def _op(mode, state, rank, t, cpu, table, offsets):
-    if mode == 1:
-        return _busy(state, rank, t, cpu, table, offsets)
-    return t + cpu
 
 
 @numba.njit(cache=True)
@@ -84,36 +88,48 @@ def run_passes(state, first, count, px, py, corners, blocks, work, send, recv,
         dy = corners[sweep, 1]
         for jj in range(py):
             j = jj if dy > 0 else py - 1 - jj
-            has_uy = jj > 0
-            has_vy = jj < py - 1
             for ii in range(px):
                 i = ii if dx > 0 else px - 1 - ii
                 rank = j * px + i
-                t = state[_CLOCK, rank]
-                if ii > 0:
-                    if state[_ARRIVE_X, rank] > t:
-                        t = state[_ARRIVE_X, rank]
-                    t = _op(mode, state, rank, t, recv, table, offsets)
-                if has_uy:
-                    if state[_ARRIVE_Y, rank] > t:
-                        t = state[_ARRIVE_Y, rank]
-                    t = _op(mode, state, rank, t, recv, table, offsets)
-                if mode == 2:
-                    t = t + work + delta[k, rank]
-                else:
-                    t = _op(mode, state, rank, t, work, table, offsets)
-                if ii < px - 1:
-                    t = _op(mode, state, rank, t, send, table, offsets)
-                    state[_ARRIVE_X, rank + dx] = t + wire_x
-                if has_vy:
-                    t = _op(mode, state, rank, t, send, table, offsets)
-                    state[_ARRIVE_Y, rank + dy * px] = t + wire_y
-                state[_CLOCK, rank] = t
+                t = state[rank, _CLOCK]
+                for step in range(5):  # receive x, receive y, compute, send x, send y
+                    if step == 0:
+                        if ii == 0:
+                            continue
+                        t = max(t, state[rank, _ARRIVE_X])
+                        cpu = recv
+                    elif step == 1:
+                        if jj == 0:
+                            continue
+                        t = max(t, state[rank, _ARRIVE_Y])
+                        cpu = recv
+                    elif step == 2:
+                        cpu = work
+                        if mode == 2:
+                            cpu += delta[k, rank]
+                    elif step == 3:
+                        if ii == px - 1:
+                            continue
+                        cpu = send
+                    else:
+                        if jj == py - 1:
+                            continue
+                        cpu = send
+                    if mode == 1 and cpu > 0.0:
+                        end = _quick(t, cpu, state[rank, _PREV_END], state[rank, _NEXT])
+                        t = end if end >= 0.0 else _busy(state, rank, t, cpu, table, offsets)
+                    else:
+                        t = t + cpu
+                    if step == 3:
+                        state[rank + dx, _ARRIVE_X] = t + wire_x
+                    elif step == 4:
+                        state[rank + dy * px, _ARRIVE_Y] = t + wire_y
+                state[rank, _CLOCK] = t
         if (g + 1) % per_iteration == 0:
-            end = state[_CLOCK].max()
+            end = state[:, _CLOCK].max()
             if allreduce >= 0.0:
                 end += allreduce
-                state[_CLOCK, :] = end
+                state[:, _CLOCK] = end
             iteration_end[(g + 1) // per_iteration - 1] = end
     return state
 
@@ -259,6 +275,23 @@ def _heap_pop(heap, size, times, stamps):
     return top, size
 
 
+@numba.njit(cache=True)
+def _doubled(array):
+    bigger = np.zeros(2 * array.size, dtype=array.dtype)
+    bigger[:array.size] = array
+    return bigger
+
+
+@numba.njit(cache=True)
+def _grow(times, stamps, kinds, ranks, slots, heap):
+    """Twice the event records, the new half free (called when all are in use)."""
+    old = times.size
+    free = np.zeros(2 * old, dtype=np.int64)
+    free[:old] = np.arange(2 * old - 1, old - 1, -1)
+    return (_doubled(times), _doubled(stamps), _doubled(kinds), _doubled(ranks),
+            _doubled(slots), _doubled(heap), free, old)
+
+
 @numba.njit(cache=True, inline="always")
 def _step_exists(step, i, j, px, py, dx, dy):
     if step == 0:
@@ -311,8 +344,8 @@ def run_on_arrival(px, py, corners, blocks, iterations, work, send, recv, wire_x
     arrived = np.zeros((n_ranks, 4), dtype=np.int64)   # messages the CPU has taken, by slot
     consumed = np.zeros((n_ranks, 4), dtype=np.int64)  # of those, matched by a receive
     pass_end = np.zeros(n_passes, dtype=np.int64)
-    state = np.zeros((6, n_ranks))
-    state[_NEXT, :] = -np.inf
+    state = np.zeros((n_ranks, 8))
+    state[:, _NEXT] = -np.inf
     stamp = 0
     size = 0
     for rank in range(n_ranks):
@@ -365,6 +398,9 @@ def run_on_arrival(px, py, corners, blocks, iterations, work, send, recv, wire_x
                     target, target_slot, wire = rank + dx, (0 if dx > 0 else 1), wire_x
                 else:
                     target, target_slot, wire = rank + dy * px, (2 if dy > 0 else 3), wire_y
+                if n_free == 0:  # more messages in flight than records: double them
+                    times, stamps, kinds, ranks, slots, heap, free, n_free = _grow(
+                        times, stamps, kinds, ranks, slots, heap)
                 n_free -= 1
                 message = free[n_free]
                 times[message], stamps[message] = cpu_free[rank] + wire, stamp
@@ -396,6 +432,9 @@ def run_on_arrival(px, py, corners, blocks, iterations, work, send, recv, wire_x
             step += 1
         pass_of[rank], step_of[rank] = g, step
         if g < n_passes:
+            if n_free == 0:
+                times, stamps, kinds, ranks, slots, heap, free, n_free = _grow(
+                    times, stamps, kinds, ranks, slots, heap)
             n_free -= 1
             record = free[n_free]
             times[record], stamps[record], kinds[record], ranks[record] = (

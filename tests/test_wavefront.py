@@ -331,3 +331,17 @@ def test_on_arrival_matches_all_loggopsim_cases_to_the_nanosecond():
             np.testing.assert_array_equal(got, per_rank["end_ns"])
     assert not mismatched, mismatched[:3]
     assert len(cases) == 254
+
+
+def test_on_arrival_holds_many_messages_in_flight():
+    # rank 1 meets a 2 ms detour after 100 µs while rank 0, in a quiet stretch, sends it
+    # 200 messages: more pending events than the run first makes room for
+    trace = jl.Trace(jitter=[1e-9, 2e-3], gap=[100e-6, 10e-3])
+    workload = Wavefront(2, 1, blocks=200, work=3e-6, sweeps=[(1, 1)], message=LOGGP)
+    rows = np.array([1, 0])
+    offsets = np.array([1e-9 + 100e-6 + 2e-3, 1e-9])  # start of each row's gap
+    ds = wavefront_simulate(workload, trace, start=rows, progress="on_arrival")
+    expected, finish = wavefront_reference(workload, "on_arrival", trace=trace, offsets=offsets)
+    assert float(ds["total_time"][0]) == pytest.approx(expected, rel=1e-9)
+    np.testing.assert_allclose(ds["finish"][0], finish, rtol=1e-9)
+    assert expected > 2e-3 + 200 * workload.work

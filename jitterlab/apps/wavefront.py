@@ -435,7 +435,7 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
         for run in range(runs):
             state = _run_passes(args, 0, n_passes, _wavekernels.NO_NOISE, empty_table,
                                 np.zeros(n_ranks), empty, ends[run])
-            finishes[run] = state[0]
+            finishes[run] = state[:, 0]
         kind = "no noise"
     elif method == "trace":
         jitter, _, starts, computed = _trace_arrays(noise)
@@ -446,7 +446,7 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
             offsets = np.ascontiguousarray(draw_offsets(noise, n_ranks, start, rng=gen))
             state = _run_passes(args, 0, n_passes, _wavekernels.TRACE, table, offsets, empty,
                                 ends[run])
-            finishes[run] = state[0]
+            finishes[run] = state[:, 0]
         kind = "trace-driven simulation (jitSim rules for compute and message CPU time)"
     else:
         law = _as_law(noise, workload.work)
@@ -460,7 +460,7 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
                 delta = np.ascontiguousarray(law.sample((count, n_ranks), rng=gen), dtype=float)
                 _wavekernels.run_passes(state, first, count, *args, _wavekernels.DELTA,
                                         empty_table, np.zeros(n_ranks), delta, ends[run])
-            finishes[run] = state[0]
+            finishes[run] = state[:, 0]
         kind = "distribution-driven Monte Carlo of the block recurrence"
     return _labelled(workload, ends, finishes, noiseless_end, kind, noise, start, seed)
 
