@@ -345,3 +345,18 @@ def test_on_arrival_holds_many_messages_in_flight():
     assert float(ds["total_time"][0]) == pytest.approx(expected, rel=1e-9)
     np.testing.assert_allclose(ds["finish"][0], finish, rtol=1e-9)
     assert expected > 2e-3 + 200 * workload.work
+
+
+def test_detail_gives_every_blocks_end():
+    workload = Wavefront(4, 1, blocks=5, work=100e-6, sweeps=[(1, 1)], message=LOGGP)
+    ds = wavefront_simulate(workload, detail=True)
+    ends = ds["block_end"].isel(run=0).to_numpy()
+    # the first rank computes and sends one block every w + o; the last ends the run
+    np.testing.assert_allclose(np.diff(ends[:, 0]), 100e-6 + LOGGP.send, rtol=1e-12)
+    assert ends[-1, -1] == pytest.approx(float(ds["total_time"][0]), rel=1e-12)
+    law = jl.noise.Exponential(mean=5e-6)
+    with_detail = wavefront_simulate(workload, law, detail=True, rng=1)
+    assert float(with_detail["total_time"][0]) == \
+        float(wavefront_simulate(workload, law, rng=1)["total_time"][0])
+    with pytest.raises(ValueError, match="in_order"):
+        wavefront_simulate(workload, detail=True, progress="on_arrival")

@@ -360,7 +360,7 @@ def wavefront_predict(workload: Wavefront, noise=None) -> xr.Dataset:
 
 def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: RngLike = None,
                        method: str | None = None, runs: int = 1,
-                       progress: str = "in_order") -> xr.Dataset:
+                       progress: str = "in_order", detail: bool = False) -> xr.Dataset:
     """Simulate a wavefront workload block by block under noise.
 
     Parameters
@@ -387,6 +387,10 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
         :func:`wavefront_predict`. "on_arrival": as soon as the CPU is free after the
         message arrives, even in the middle of another block (LogGOPSim's rule; a
         discrete-event run, slower; no all-reduce, no noise law).
+    detail : bool
+        Also return ``block_end`` (dims ``run``, ``pass``, ``rank``): when each rank
+        is done with each block (in order only; memory ranks × blocks × sweeps ×
+        iterations, for small workloads).
 
     Returns
     -------
@@ -416,6 +420,8 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
     if progress not in ("in_order", "on_arrival"):
         raise ValueError(f"progress must be 'in_order' or 'on_arrival', got {progress!r}")
     if progress == "on_arrival":
+        if detail:
+            raise ValueError("detail=True needs progress='in_order'")
         if method == "montecarlo" and noise is not None:
             raise ValueError("progress='on_arrival' takes noise=None or a jl.Trace, not a "
                              "noise law (its blocks meet noise in event order)")
@@ -423,18 +429,22 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
             raise ValueError("progress='on_arrival' does not model the all-reduce: use "
                              "allreduce=False or progress='in_order'")
         return _simulate_on_arrival(workload, noise, start, rng, runs)
+    if not isinstance(detail, bool | np.bool_):
+        raise TypeError(f"detail must be True or False, got {detail!r}")
     args = workload._kernel_args()
     n_ranks, iterations = workload.n, workload.iterations
     n_passes = iterations * args[2].shape[0] * workload.blocks
+    block_end = np.zeros((runs, n_passes, n_ranks)) if detail else None
     noiseless_end = _noiseless(workload)[1][-1]
     finishes = np.zeros((runs, n_ranks))
     ends = np.zeros((runs, iterations))
-    empty_table, empty = np.zeros((1, 3)), np.zeros((0, 0))
+    empty_table = np.zeros((1, 3))
     seed = None
     if noise is None:
         for run in range(runs):
-            state = _run_passes(args, 0, n_passes, _wavekernels.NO_NOISE, empty_table,
-                                np.zeros(n_ranks), empty, ends[run])
+            state = _run_passes(args, n_passes, _wavekernels.NO_NOISE, empty_table,
+                                np.zeros(n_ranks), ends[run],
+                                None if block_end is None else block_end[run])
             finishes[run] = state[:, 0]
         kind = "no noise"
     elif method == "trace":
@@ -444,8 +454,8 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
         gen = as_generator(seed)
         for run in range(runs):
             offsets = np.ascontiguousarray(draw_offsets(noise, n_ranks, start, rng=gen))
-            state = _run_passes(args, 0, n_passes, _wavekernels.TRACE, table, offsets, empty,
-                                ends[run])
+            state = _run_passes(args, n_passes, _wavekernels.TRACE, table, offsets, ends[run],
+                                None if block_end is None else block_end[run])
             finishes[run] = state[:, 0]
         kind = "trace-driven simulation (jitSim rules for compute and message CPU time)"
     else:
@@ -458,11 +468,29 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
             for first in range(0, n_passes, chunk):
                 count = min(chunk, n_passes - first)
                 delta = np.ascontiguousarray(law.sample((count, n_ranks), rng=gen), dtype=float)
-                _wavekernels.run_passes(state, first, count, *args, _wavekernels.DELTA,
-                                        empty_table, np.zeros(n_ranks), delta, ends[run])
+                if block_end is None:
+                    _wavekernels.run_passes(state, first, count, *args, _wavekernels.DELTA,
+                                            empty_table, np.zeros(n_ranks), delta, ends[run])
+                    continue
+                for k in range(count):  # one pass at a time, keeping each rank's clock
+                    _wavekernels.run_passes(state, first + k, 1, *args, _wavekernels.DELTA,
+                                            empty_table, np.zeros(n_ranks), delta[k:k + 1],
+                                            ends[run])
+                    block_end[run, first + k] = state[:, 0]
             finishes[run] = state[:, 0]
         kind = "distribution-driven Monte Carlo of the block recurrence"
-    return _labelled(workload, ends, finishes, noiseless_end, kind, noise, start, seed)
+    ds = _labelled(workload, ends, finishes, noiseless_end, kind, noise, start, seed)
+    if block_end is not None:
+        sweeps = len(workload.corners)
+        passes = np.arange(n_passes)
+        ds = ds.assign(block_end=(("run", "pass", "rank"), block_end,
+                                  {"units": "s", "long_name": "time each rank is done with "
+                                   "the pass's block"}))
+        ds = ds.assign_coords({"pass": passes,
+                               "pass_iteration": ("pass", passes // (sweeps * workload.blocks)),
+                               "pass_sweep": ("pass", (passes // workload.blocks) % sweeps),
+                               "pass_block": ("pass", passes % workload.blocks)})
+    return ds
 
 
 _SCALE = 10**12  # the event-driven run counts in whole picoseconds
@@ -523,7 +551,14 @@ def _labelled(workload, ends, finishes, noiseless_end, kind, noise, start, seed)
                                     "rank": np.arange(workload.n)}, attrs=attrs)
 
 
-def _run_passes(args, first, count, mode, table, offsets, delta, iteration_end):
+def _run_passes(args, n_passes, mode, table, offsets, iteration_end, block_end=None):
+    """All passes on a fresh state; with ``block_end``, one at a time, keeping the clocks."""
     state = _wavekernels.new_state(offsets.size)
-    return _wavekernels.run_passes(state, first, count, *args, mode, table, offsets, delta,
-                                   iteration_end)
+    empty = np.zeros((0, 0))
+    if block_end is None:
+        return _wavekernels.run_passes(state, 0, n_passes, *args, mode, table, offsets, empty,
+                                       iteration_end)
+    for g in range(n_passes):
+        _wavekernels.run_passes(state, g, 1, *args, mode, table, offsets, empty, iteration_end)
+        block_end[g] = state[:, 0]
+    return state
