@@ -10,7 +10,7 @@ Prints, from one run on this machine (issue #9, "Speed and scale"):
   iterations, the whole public call timed after a warm-up call;
 * the ratio against ``jitterlab.testing.wavefront_reference``, the plain-Python walk
   of every rank's operation list, measured in the same run on small grids with the
-  same start rows (so both give the same times, which is checked). Its cost per
+  same start rows (both give the same times; their difference is printed). Its cost per
   rank-block is printed for two grids: it grows somewhat with the grid, so the ratio
   is taken against the fastest. Most of that cost is finding each CPU interval's
   trace row by walking from the trace's first row, so the ratio also grows with the
@@ -19,8 +19,9 @@ Prints, from one run on this machine (issue #9, "Speed and scale"):
   progress="on_arrival" run at a moderate size, and ``wavefront_predict`` at 32 768
   ranks for 10 to 1000 blocks (closed form over blocks);
 * memory: the peak of the trace-driven call at 32 768 ranks for 10 and 100 blocks,
-  from tracemalloc (numpy arrays) and from the resident-set high-water mark (which
-  also sees the numba kernels' own arrays), and their ratio.
+  each in a fresh process, from tracemalloc (numpy arrays) and from the resident-set
+  high-water mark (which also sees the numba kernels' own arrays), and their ratio;
+  the same for the Monte Carlo, whose δ chunks make its peak grow up to a budget.
 
 Targets: >= 10 M rank-blocks/s trace-driven at 32 768 ranks; memory O(ranks), not
 O(ranks × blocks): the 100-block peak about the 10-block peak.
