@@ -180,7 +180,8 @@ def fit_sweep_costs(runs: pd.DataFrame, structure: SweepStructure = SweepStructu
         "cell_time_se": ((), cell_time * log_se[0], {"units": "s"}),
         "latency": ((), latency, {"units": "s", "long_name": "cost of one face message"}),
         "latency_se": ((), latency * log_se[1], {"units": "s"}),
-        "log_correlation": ((), covariance[0, 1] / (log_se[0] * log_se[1]), {"units": "1"}),
+        "log_correlation": ((), covariance[0, 1] / (log_se[0] * log_se[1])
+                            if log_se[0] * log_se[1] > 0 else np.nan, {"units": "1"}),
         "cells_per_side": ("run", runs["cells_per_side"].to_numpy()),
         "cores": ("run", runs["cores"].to_numpy()),
         "actual_s": ("run", runs["actual_s"].to_numpy(), {"units": "s"}),
