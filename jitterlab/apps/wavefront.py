@@ -465,8 +465,10 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
         chunk = max(1, _DELTA_BUDGET // n_ranks)
         for run in range(runs):
             state = _wavekernels.new_state(n_ranks)
+            delta = None
             for first in range(0, n_passes, chunk):
                 count = min(chunk, n_passes - first)
+                del delta  # the previous chunk goes before the next is drawn
                 delta = np.ascontiguousarray(law.sample((count, n_ranks), rng=gen), dtype=float)
                 if block_end is None:
                     _wavekernels.run_passes(state, first, count, *args, _wavekernels.DELTA,
