@@ -104,3 +104,19 @@ def test_bad_upgrade_arguments():
         predict_upgrade(runs, fit, -2.0, 4e-6, message_cost=5e-6)
     with pytest.raises(ValueError, match="block_height"):
         SweepStructure(block_height=0)
+
+
+def test_prediction_error_carries_the_fit_covariance():
+    # with 2 % scatter the prediction's standard error is of the order of the fit's, and
+    # equals the cell-time error alone where compute is (nearly) all of the time
+    scatter = np.random.default_rng(3).normal(0.0, 0.02, len(RUNS))
+    fit = fit_sweep_costs(synthetic_runs(scatter), start=TRUE)
+    predicted = predict_upgrade(RUNS, fit, 0.0, 0.0, message_cost=5e-6)
+    relative = (predicted["predicted_se"] / predicted["predicted_s"]).to_numpy()
+    cell = float(fit["cell_time_se"]) / float(fit["cell_time"])
+    assert np.all(relative > 0)
+    assert relative[0] == pytest.approx(cell, rel=0.2)  # 60^3 on 4 cores: compute-bound
+    one = RUNS.iloc[[0]].assign(cores=1)
+    alone = predict_upgrade(one, fit, 0.0, 0.0, message_cost=5e-6)
+    assert float(alone["predicted_se"][0] / alone["predicted_s"][0]) == pytest.approx(cell,
+                                                                                     rel=1e-3)

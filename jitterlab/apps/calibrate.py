@@ -231,7 +231,9 @@ def predict_upgrade(runs: pd.DataFrame, fit: xr.Dataset, compute_slowdown: float
     xarray.Dataset
         Per run (dim ``run``): ``noiseless_s``, the model with the new compute and
         latency [s]; ``noise_slowdown`` and its standard error ``noise_slowdown_se``
-        [-]; ``predicted_s`` = noiseless × (1 + slowdown) [s].
+        [-]; ``predicted_s`` = noiseless × (1 + slowdown) [s] and ``predicted_se`` [s],
+        the fit's standard errors carried through the model (delta method on the log
+        costs, with their correlation) combined with the noise simulations' error.
     """
     runs = runs.reset_index(drop=True)
     compute_slowdown = float(compute_slowdown)
@@ -246,6 +248,7 @@ def predict_upgrade(runs: pd.DataFrame, fit: xr.Dataset, compute_slowdown: float
     new_cell_time = cell_time * (1.0 + compute_slowdown)
     new_latency = latency * (1.0 + extra_latency / message_cost)
     noiseless = predict_runtimes(runs, new_cell_time, new_latency, structure)
+    fit_se = _propagated_error(runs, fit, new_cell_time, new_latency, noiseless, structure)
     slowdown = np.zeros(len(runs))
     slowdown_se = np.zeros(len(runs))
     if noise is not None:
@@ -265,9 +268,28 @@ def predict_upgrade(runs: pd.DataFrame, fit: xr.Dataset, compute_slowdown: float
         "noise_slowdown": ("run", slowdown, {"units": "1"}),
         "noise_slowdown_se": ("run", slowdown_se, {"units": "1"}),
         "predicted_s": ("run", noiseless * (1.0 + slowdown), {"units": "s"}),
+        "predicted_se": ("run", np.hypot(fit_se * (1.0 + slowdown), noiseless * slowdown_se),
+                         {"units": "s", "long_name": "standard error from the fitted costs "
+                          "and the noise simulations"}),
     }
     attrs = {"compute_slowdown": compute_slowdown, "extra_latency": extra_latency,
              "message_cost": message_cost, "iterations_equivalent": iterations_equivalent,
              "noise": "none" if noise is None else str(getattr(noise, "attrs", {}).get(
                  "source", type(noise).__name__)), **provenance_attrs()}
     return xr.Dataset(data, coords={"run": np.arange(len(runs))}, attrs=attrs)
+
+
+def _propagated_error(runs, fit, cell_time, latency, predicted, structure):
+    """Standard error of model run times from the fitted costs' covariance [s]."""
+    relative = np.array([float(fit["cell_time_se"]) / float(fit["cell_time"]),
+                         float(fit["latency_se"]) / float(fit["latency"])])
+    correlation = float(fit["log_correlation"])
+    if not np.isfinite(correlation):
+        correlation = 0.0
+    covariance = np.outer(relative, relative) * np.array([[1.0, correlation],
+                                                          [correlation, 1.0]])
+    step = 1e-4  # relative: the model is piecewise linear in the costs
+    gradient = np.stack([
+        (predict_runtimes(runs, cell_time * (1 + step), latency, structure) - predicted) / step,
+        (predict_runtimes(runs, cell_time, latency * (1 + step), structure) - predicted) / step])
+    return np.sqrt(np.einsum("ir,ij,jr->r", gradient, covariance, gradient))
