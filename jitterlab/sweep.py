@@ -1,0 +1,519 @@
+"""Parameter sweeps: one function on every point of a grid, serially or on Dask.
+
+A study is a grid (N × work × noise law × barrier × start mode × ...). :func:`sweep` calls a
+jitterlab function that returns an :class:`xarray.Dataset` once per point of the grid and
+stacks the results into one Dataset with a dimension per swept parameter. Each point draws its
+random numbers from its own stream, derived from one seed and the point's place in the grid, so
+the result is the same serially, on two Dask workers or on two hundred, whatever the order in
+which the points finish. See ``docs/sweep.md``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import logging
+import math
+import numbers
+import sys
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import xarray as xr
+
+__all__ = ["sweep", "local_cluster", "point_seeds", "SweepWarning"]
+
+logger = logging.getLogger(__name__)
+
+#: environment of the worker processes of :func:`local_cluster`: one thread per process for
+#: numba too (Dask already sets the BLAS and OpenMP ones), so N workers use N cores
+_ONE_THREAD = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+               "OPENBLAS_NUM_THREADS": "1"}
+
+
+class SweepWarning(UserWarning):
+    """Some points of a sweep failed; they are NaN in the result."""
+
+
+@dataclass
+class _Outcome:
+    """What one point gave back: its Dataset or the text of its exception, and its warnings."""
+
+    result: object = None
+    error: str | None = None
+    warnings: list = field(default_factory=list)
+
+
+def _evaluate(func, fixed, params, seed):
+    """Call ``func`` on one point (runs on a Dask worker or in this process)."""
+    kwargs = {**fixed, **params}
+    if seed is not None:
+        kwargs["rng"] = seed
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = func(**kwargs)
+        except Exception as error:  # one point's failure must not end the sweep
+            outcome = _Outcome(error=f"{type(error).__name__}: {error}")
+        else:
+            outcome = _Outcome(result=result)
+    outcome.warnings = [(w.category, str(w.message)) for w in caught]
+    return outcome
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, numbers.Real | np.number) and not isinstance(value, bool | np.bool_)
+
+
+def _default_labels(values: list) -> tuple[list, str | None]:
+    """Coordinate values for one parameter's grid values, and the rule used (None: as is)."""
+    if all(_is_number(v) for v in values) or all(isinstance(v, str) for v in values) or all(
+            isinstance(v, bool | np.bool_) for v in values):
+        return list(values), None
+    return [v if isinstance(v, str) else repr(v) for v in values], "repr"
+
+
+def _labels_for(name: str, values: list, given) -> tuple[list, str | None]:
+    if given is None:
+        return _default_labels(values)
+    if callable(given):
+        labels = [given(v) for v in values]
+    elif isinstance(given, Sequence) and not isinstance(given, str):
+        labels = list(given)
+        if len(labels) != len(values):
+            raise ValueError(f"labels[{name!r}] has {len(labels)} labels for "
+                             f"{len(values)} grid values")
+    else:
+        raise TypeError(f"labels[{name!r}] must be a sequence of labels or a function of the "
+                        f"value, got {type(given).__name__}")
+    if not (all(_is_number(v) for v in labels) or all(isinstance(v, str) for v in labels)):
+        raise TypeError(f"labels[{name!r}] must be all numbers or all strings, got {labels!r}")
+    return labels, "labels"
+
+
+def _check_grid(grid) -> dict[str, list]:
+    if not isinstance(grid, Mapping):
+        raise TypeError(f"grid must be a dict of parameter name -> list of values, "
+                        f"got {type(grid).__name__}")
+    if not grid:
+        raise ValueError("grid is empty: give at least one parameter and its values")
+    checked = {}
+    for name, values in grid.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise TypeError(f"grid keys must be parameter names, got {name!r}")
+        if isinstance(values, str | bytes | Mapping) or not isinstance(
+                values, Sequence | np.ndarray | range):
+            raise TypeError(f"grid[{name!r}] must be a list of values, got "
+                            f"{type(values).__name__} {values!r}")
+        values = list(values)
+        if not values:
+            raise ValueError(f"grid[{name!r}] has no values")
+        checked[name] = values
+    return checked
+
+
+def _check_signature(func, names, fixed, pass_rng) -> bool:
+    """Raise TypeError if ``func`` cannot take the grid's and fixed arguments.
+
+    Returns whether ``func`` takes ``rng`` (a parameter of that name or ``**kwargs``, as
+    :func:`jitterlab.theorem1_bounds` passes it on to :func:`jitterlab.max_of_n`): then each
+    point gets its seed.
+    """
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):  # some builtins cannot be inspected: let the call tell
+        return False
+    accepts_rng = "rng" in signature.parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values())
+    try:
+        signature.bind_partial(**fixed, **dict.fromkeys(names))
+    except TypeError as error:
+        raise TypeError(f"{_function_name(func)} cannot take the arguments of this sweep "
+                        f"({', '.join([*names, *fixed])}): {error}") from None
+    return accepts_rng and pass_rng
+
+
+def _function_name(func) -> str:
+    module = getattr(func, "__module__", None)
+    name = getattr(func, "__qualname__", None) or type(func).__name__
+    return f"{module}.{name}" if module else name
+
+
+def _entropy(rng) -> int:
+    if rng is None:
+        return int(np.random.SeedSequence().entropy)
+    if isinstance(rng, np.random.SeedSequence):
+        if rng.spawn_key:
+            raise ValueError("rng: give a root SeedSequence (empty spawn_key) or an int seed")
+        return int(rng.entropy)
+    if isinstance(rng, np.random.Generator):
+        return int(rng.integers(0, 2**63 - 1))
+    if isinstance(rng, int | np.integer) and not isinstance(rng, bool | np.bool_):
+        if rng < 0:
+            raise ValueError(f"rng seed must be non-negative, got {rng}")
+        return int(rng)
+    raise TypeError(f"rng must be an int seed, a SeedSequence, a numpy Generator or None, "
+                    f"not {type(rng).__name__} {rng!r}")
+
+
+def point_seeds(entropy: int, n_points: int) -> np.ndarray:
+    """The integer seed of every point of a sweep, in grid order.
+
+    Point i gets the stream of ``numpy.random.SeedSequence(entropy).spawn(n_points)[i]``,
+    reduced to one 63-bit integer (the form every jitterlab function takes as ``rng``).
+
+    Parameters
+    ----------
+    entropy : int
+        The sweep's seed (the ``sweep_seed`` attribute of a sweep's result). [-]
+    n_points : int
+        Number of points of the grid. [-]
+
+    Returns
+    -------
+    numpy.ndarray
+        ``n_points`` seeds, int64. [-]
+
+    Examples
+    --------
+    >>> from jitterlab.sweep import point_seeds
+    >>> seeds = point_seeds(1, 3)
+    >>> len(set(seeds.tolist())), bool((seeds >= 0).all())
+    (3, True)
+    """
+    seeds = np.empty(n_points, dtype=np.int64)
+    for index in range(n_points):
+        # the same stream as SeedSequence(entropy).spawn(n_points)[index], built directly
+        child = np.random.SeedSequence(entropy, spawn_key=(index,))
+        seeds[index] = int(child.generate_state(1, np.uint64)[0]) & (2**63 - 1)
+    return seeds
+
+
+def _label_result(result, point_labels: dict, func) -> xr.Dataset:
+    """Give one point's Dataset a length-1 dimension per swept parameter."""
+    if not isinstance(result, xr.Dataset):
+        raise TypeError(f"sweep needs a function returning an xarray.Dataset; "
+                        f"{_function_name(func)} returned {type(result).__name__}")
+    for name, label in point_labels.items():
+        if name in result.data_vars:
+            raise ValueError(f"cannot sweep {name!r}: {_function_name(func)} returns a "
+                             f"variable of that name")
+        if name in result.dims:
+            own = result[name].values if name in result.coords else None
+            if result.sizes[name] != 1 or own is None or own[0] != label:
+                raise ValueError(f"cannot sweep {name!r}: the result already has a dimension "
+                                 f"{name!r} (size {result.sizes[name]}) that is not this "
+                                 f"point's value {label!r}; give all values to the function "
+                                 f"in one call instead")
+            result = result.isel({name: 0}, drop=True)
+        elif name in result.coords:
+            if result[name].ndim != 0 or result[name].values[()] != label:
+                raise ValueError(f"cannot sweep {name!r}: the result has a coordinate of that "
+                                 f"name that is not this point's value {label!r}")
+            result = result.drop_vars(name)
+    return result.expand_dims({name: [label] for name, label in point_labels.items()})
+
+
+def _nan_like(template: xr.Dataset, point_labels: dict) -> xr.Dataset:
+    """A Dataset shaped like ``template`` at another point, every variable missing."""
+    empty = template.assign_coords({name: [label] for name, label in point_labels.items()})
+    missing = {}
+    for name, variable in empty.data_vars.items():
+        if variable.dtype.kind in "fc":
+            missing[name] = xr.full_like(variable, np.nan)
+        elif variable.dtype.kind in "iubmM":
+            missing[name] = xr.full_like(variable, np.nan, dtype=float)
+        else:
+            missing[name] = xr.full_like(variable, None, dtype=object)
+    return empty.assign(missing)
+
+
+def _describe(point: dict) -> str:
+    return ", ".join(f"{name}={value!r}" for name, value in point.items())
+
+
+def _progress_bar(total: int, enabled: bool):
+    """A tqdm bar: a widget in a notebook kernel with ipywidgets, text elsewhere."""
+    from tqdm import tqdm as text_bar
+
+    kernel = "ipykernel" in sys.modules and getattr(
+        sys.modules.get("IPython"), "get_ipython", lambda: None)() is not None
+    if enabled and kernel:
+        try:
+            import ipywidgets  # noqa: F401
+            from tqdm.notebook import tqdm as widget_bar
+        except ImportError:
+            pass
+        else:
+            return widget_bar(total=total, desc="sweep", unit="point")
+    return text_bar(total=total, desc="sweep", unit="point", disable=not enabled)
+
+
+def _serial_order(n_points: int):
+    """The order in which the serial path evaluates the points (tests permute it)."""
+    return range(n_points)
+
+
+def _run_serial(func, fixed, points, seeds, bar):
+    outcomes = [None] * len(points)
+    for index in _serial_order(len(points)):
+        outcomes[index] = _evaluate(func, fixed, points[index], seeds[index])
+        bar.update()
+    return outcomes
+
+
+def _run_dask(client, func, fixed, points, seeds, bar):
+    from distributed import as_completed
+
+    fixed_future = client.scatter([fixed], hash=False)[0] if fixed else {}
+    futures = [client.submit(_evaluate, func, fixed_future, point, seed, pure=False)
+               for point, seed in zip(points, seeds, strict=True)]
+    index_of = {future.key: index for index, future in enumerate(futures)}
+    outcomes = [None] * len(points)
+    try:
+        for future in as_completed(futures):
+            index = index_of[future.key]
+            try:
+                outcomes[index] = future.result()
+            except Exception as error:  # the worker died or the result did not travel back
+                outcomes[index] = _Outcome(error=f"{type(error).__name__}: {error}")
+            future.release()
+            bar.update()
+    except BaseException:
+        client.cancel(futures)
+        raise
+    return outcomes
+
+
+def _client_for(client):
+    """(client, cleanup) for ``client=``: a Client, "local", or a scheduler address."""
+    if client is None:
+        return None, lambda: None
+    if isinstance(client, str):
+        from distributed import Client
+
+        if client == "local":
+            cluster = local_cluster()
+            own = Client(cluster)
+
+            def close():
+                own.close()
+                cluster.close()
+
+            return own, close
+        own = Client(client)
+        return own, own.close
+    if not (hasattr(client, "submit") and hasattr(client, "scatter")):
+        raise TypeError(f"client must be None, 'local', a scheduler address or a "
+                        f"dask.distributed Client, got {type(client).__name__}")
+    return client, lambda: None
+
+
+def local_cluster(n_workers: int | None = None, **kwargs):
+    """Start a Dask ``LocalCluster`` fit for sweeps: one single-threaded process per core.
+
+    Each worker is its own process with one thread, and numba, OpenMP and BLAS are told to
+    use one thread there, so ``n_workers`` points run at once on ``n_workers`` cores without
+    oversubscription.
+
+    Parameters
+    ----------
+    n_workers : int, optional
+        Number of worker processes; default the number of cores. [-]
+    **kwargs
+        Passed on to :class:`distributed.LocalCluster` (e.g. ``dashboard_address=None``).
+
+    Returns
+    -------
+    distributed.LocalCluster
+        Use it as ``Client(cluster)``; close both when done (or use ``with``).
+    """
+    import os
+
+    from distributed import LocalCluster
+
+    if n_workers is None:
+        n_workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+            os.cpu_count() or 1)
+    options = {"threads_per_worker": 1, "processes": True, "dashboard_address": None,
+               "env": dict(_ONE_THREAD), **kwargs}
+    return LocalCluster(n_workers=n_workers, **options)
+
+
+def sweep(func: Callable[..., xr.Dataset], grid: Mapping[str, Sequence], client=None,
+          rng=None, progress: bool = True, labels: Mapping | None = None,
+          **fixed) -> xr.Dataset:
+    """Evaluate ``func`` on every point of a grid; one Dataset with a dimension per parameter.
+
+    Parameters
+    ----------
+    func : callable
+        A function returning an :class:`xarray.Dataset`, such as :func:`jitterlab.max_of_n`,
+        :func:`jitterlab.theorem1_bounds`, :func:`jitterlab.simulate` or
+        :func:`jitterlab.apps.wavefront_simulate`. On Dask it must be picklable (a module's
+        function, or one defined in a notebook).
+    grid : dict of str to list
+        Parameter name -> its values; the points are the Cartesian product, in the order of
+        the keys (the first key varies slowest). Each name is passed to ``func`` as a
+        keyword argument.
+    client : None, "local", str or distributed.Client, optional
+        None: run the points one after the other in this process. A ``dask.distributed``
+        Client: submit one task per point to its cluster. "local": start a
+        :func:`local_cluster` for this call and close it after. Any other string: the
+        address of a running Dask scheduler.
+    rng : int, numpy.random.SeedSequence or numpy.random.Generator, optional
+        The sweep's seed. Point i of the grid (in the order above) gets the stream
+        ``SeedSequence(seed).spawn(n_points)[i]`` as an integer seed (see
+        :func:`point_seeds`), passed as ``rng=`` if ``func`` has a parameter ``rng`` or
+        ``**kwargs``; the seeds are recorded in the coordinate ``point_seed``. None draws
+        a fresh seed and records it in the attribute ``sweep_seed``. Reordering or
+        extending the grid changes the index of points, hence their streams.
+    progress : bool
+        Show a tqdm progress bar over the points (a widget in a notebook, text in a terminal).
+    labels : dict of str to list or callable, optional
+        Coordinate values for a parameter whose values are not numbers or strings (noise
+        laws, barriers, traces): a list with one number or string per grid value, or a
+        function of the value. Without it such a parameter is labelled by the ``repr`` of
+        each value (strings stay as they are); numbers, strings and booleans are their own
+        labels. Labels of one parameter must differ.
+    **fixed
+        Further keyword arguments passed unchanged to ``func`` at every point (on Dask they
+        are sent to the cluster once).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``func``'s variables with the swept dimensions first, in the grid's order and with
+        the grid's values (or labels) as coordinates. Attributes that agree across points
+        are kept, others dropped; added are ``sweep_function``, ``sweep_points``,
+        ``sweep_seed`` (when seeds are passed; a decimal string) and, if points failed,
+        ``sweep_failed`` (one string per failed point: its parameters and exception).
+
+    Raises
+    ------
+    TypeError
+        ``func`` is not callable, cannot take the grid's or fixed arguments, or returns
+        something else than a Dataset; ``grid`` is not a dict of lists; ``client`` or
+        ``rng`` is of the wrong kind.
+    ValueError
+        The grid or one of its value lists is empty, a name is both swept and fixed, labels
+        of a parameter repeat, a swept name is already a variable or a longer dimension of
+        the result, or every point failed.
+
+    Warns
+    -----
+    SweepWarning
+        Some points raised an exception; they are listed with their parameters and left
+        NaN (integer variables become float).
+    Warnings raised by ``func``
+        Re-emitted once per distinct message, with the number of points that raised it.
+
+    Notes
+    -----
+    The result of a point depends only on its arguments and its seed, so any evaluation
+    order and any number of workers give the same Dataset, bit for bit. Warnings are caught
+    per call with :func:`warnings.catch_warnings`, which is not thread-safe: run Dask
+    workers with one thread each (as :func:`local_cluster` does).
+
+    Examples
+    --------
+    >>> import jitterlab as jl
+    >>> law = jl.noise.Exponential(mean=1e-5)
+    >>> ds = jl.sweep(jl.max_of_n, {"n": [1, 1000], "method": ["exact"]},
+    ...               dist_or_list=law, progress=False)
+    >>> dict(ds["mean"].sizes)
+    {'n': 2, 'method': 1}
+    >>> [round(float(v) * 1e6, 3) for v in ds["mean"].sel(method="exact").values]
+    [10.0, 74.855]
+    """
+    if not callable(func):
+        raise TypeError(f"func must be a function returning an xarray.Dataset, "
+                        f"got {type(func).__name__}")
+    grid = _check_grid(grid)
+    both = sorted(set(grid) & set(fixed))
+    if both:
+        raise ValueError(f"{', '.join(both)} both swept and fixed: give each argument once")
+    if "rng" in grid and rng is not None:
+        raise ValueError("rng is swept in the grid; do not also give sweep(rng=...)")
+    labels = dict(labels or {})
+    unknown = sorted(set(labels) - set(grid))
+    if unknown:
+        raise ValueError(f"labels for parameters not in the grid: {', '.join(unknown)}")
+    pass_rng = _check_signature(func, list(grid), fixed, pass_rng="rng" not in grid)
+
+    coords, rules = {}, {}
+    for name, values in grid.items():
+        coords[name], rules[name] = _labels_for(name, values, labels.get(name))
+        if len(set(coords[name])) != len(coords[name]):
+            raise ValueError(f"the labels of {name!r} repeat ({coords[name]!r}); give "
+                             f"distinct values or labels={{{name!r}: [...]}}")
+    names = list(grid)
+    shape = tuple(len(values) for values in grid.values())
+    combos = list(itertools.product(*(range(size) for size in shape)))
+    points = [{name: grid[name][i] for name, i in zip(names, combo, strict=True)}
+              for combo in combos]
+    point_labels = [{name: coords[name][i] for name, i in zip(names, combo, strict=True)}
+                    for combo in combos]
+    entropy = _entropy(rng) if pass_rng else None
+    seeds = point_seeds(entropy, len(points)) if pass_rng else [None] * len(points)
+
+    client, close = _client_for(client)
+    bar = _progress_bar(len(points), progress)
+    try:
+        if client is None:
+            outcomes = _run_serial(func, fixed, points, seeds, bar)
+        else:
+            outcomes = _run_dask(client, func, fixed, points, seeds, bar)
+    finally:
+        bar.close()
+        close()
+
+    labelled, failed, warned = [None] * len(points), [], {}
+    for index, outcome in enumerate(outcomes):
+        for category, message in outcome.warnings:
+            warned.setdefault((category, message), []).append(index)
+        if outcome.error is not None:
+            failed.append(index)
+            logger.info("sweep point %s failed: %s", _describe(points[index]), outcome.error)
+        else:
+            labelled[index] = _label_result(outcome.result, point_labels[index], func)
+    for (category, message), where in warned.items():
+        first = _describe(points[where[0]])
+        warnings.warn(f"{message} [at {len(where)} of {len(points)} sweep points, first at "
+                      f"{first}]", category, stacklevel=2)
+    if len(failed) == len(points):
+        details = "; ".join(f"{_describe(points[i])}: {outcomes[i].error}" for i in failed[:5])
+        raise ValueError(f"all {len(points)} points of the sweep failed ({details})")
+    if failed:
+        template = next(ds for ds in labelled if ds is not None)
+        template = template.isel({name: [0] for name in names})
+        for index in failed:
+            labelled[index] = _nan_like(template, point_labels[index])
+        listing = "\n".join(f"  {_describe(points[i])}: {outcomes[i].error}" for i in failed)
+        warnings.warn(f"{len(failed)} of {len(points)} sweep points failed and are NaN in "
+                      f"the result (attribute sweep_failed):\n{listing}", SweepWarning,
+                      stacklevel=2)
+
+    nested = np.empty(shape, dtype=object)
+    for combo, dataset in zip(combos, labelled, strict=True):
+        nested[combo] = dataset
+    result = xr.combine_nested(nested.tolist(), concat_dim=names, data_vars="all",
+                               coords="different", compat="equals", join="outer",
+                               combine_attrs="drop_conflicts")
+    for name in names:
+        result[name].attrs["sweep_label"] = {
+            None: "grid value", "repr": "repr() of the grid value",
+            "labels": "given by labels="}[rules[name]]
+    if pass_rng:
+        result = result.assign_coords(point_seed=(names, np.reshape(seeds, shape), {
+            "long_name": "seed passed as rng= at this point"}))
+    result.attrs.update({"sweep_function": _function_name(func),
+                         "sweep_points": math.prod(shape)})
+    if pass_rng:
+        result.attrs["sweep_seed"] = str(entropy)
+    if failed:
+        result.attrs["sweep_failed"] = [f"{_describe(points[i])}: {outcomes[i].error}"
+                                        for i in failed]
+    return result
