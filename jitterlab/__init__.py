@@ -7,8 +7,20 @@ of jitter traces (:class:`Trace`, :func:`simulate`).
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import apps, bench, characterize, correlated, datasets, io, noise, synthetic, validate
+from . import (
+    apps,
+    bench,
+    characterize,
+    correlated,
+    datasets,
+    estimate,
+    io,
+    noise,
+    synthetic,
+    validate,
+)
 from .bounds import arrival_offsets, barrier_time, theorem1_bounds, tree_depth
+from .events import EventTrace, read_events, write_events
 from .io import read_trace
 from .maxofn import max_of_n
 from .message import Message
@@ -26,5 +38,5 @@ __all__ = [
     "Trace", "read_trace", "synthetic_trace", "coscheduled_trace", "jitsim_trace",
     "jitsim_coscheduled_trace", "simulate", "TreeBarrier",
     "io", "synthetic", "bench", "characterize", "validate", "datasets", "__version__",
-    "correlated", "Message", "apps",
+    "correlated", "Message", "apps", "estimate", "EventTrace", "read_events", "write_events",
 ]

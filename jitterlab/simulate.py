@@ -12,6 +12,7 @@ import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 from . import _simkernels
@@ -231,8 +232,13 @@ def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="r
         broadcast whose sends and receives can be hit by jitter (§3.6).
     rng : int or numpy.random.Generator, optional
         Seed of the start points; results do not depend on the number of threads.
-    detail : bool
-        Also return ``compute_time`` and ``wait_time`` per phase and task (one N only).
+    detail : bool or "events"
+        True: also return ``compute_time`` and ``wait_time`` per phase and task (one N
+        only). "events": return instead the run's :class:`jitterlab.EventTrace` (one N
+        only): per task and phase a compute interval whose ``noise_combined`` is the
+        jitter it met, and a collective interval (tag = phase) to the end of the phase;
+        attrs ``makespan`` and ``noiseless_makespan`` [s] (see
+        :func:`jitterlab.estimate.accumulated_noise`).
     n_tasks : int or sequence of int, optional
         Another name for ``n``, kept for code written against the first API.
 
@@ -276,10 +282,13 @@ def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="r
     if barrier is not None and not isinstance(barrier, TreeBarrier):
         raise TypeError(f"barrier must be None or a jl.TreeBarrier, got "
                         f"{type(barrier).__name__}")
-    if not isinstance(detail, bool | np.bool_):
-        raise TypeError(f"detail must be True or False, got {detail!r}")
-    if detail and counts.size > 1:
-        raise ValueError("detail=True needs a single n")
+    events = isinstance(detail, str) and detail == "events"
+    if not events and not isinstance(detail, bool | np.bool_):
+        raise TypeError(f"detail must be True, False or 'events', got {detail!r}")
+    if (events or detail) and counts.size > 1:
+        raise ValueError(f"detail={detail!r} needs a single n")
+    if events:
+        detail = True
     seed = seed_from(rng) if isinstance(start, str) else None
     offsets_all = draw_offsets(trace, int(counts.max()), start, rng=seed)
     period = float(starts[-1])
@@ -334,5 +343,44 @@ def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="r
              "trace_events": int(jitter.size), "trace_duration": period}
     if seed is not None:
         attrs["seed"] = seed
+    if events:
+        return _event_trace(detail_vars["compute_time"][1], end_times, work, reference,
+                            {**attrs, "n": int(counts[0]), **provenance_attrs()})
     return xr.Dataset(data, coords=coords, attrs={**attrs, **provenance_attrs()})
+
+
+def _event_trace(compute, end_times, work, reference, attrs):
+    """The event trace of one simulated run (``detail="events"``).
+
+    Per task and phase a "compute" interval from the phase's start on that task to the
+    end of its compute, with ``noise_combined`` = compute time − work (the jitter its
+    compute met; rounding below 0 is cut), then a "collective" interval (tag = phase) to
+    the task's end of the phase. Jitter met while waiting, or by the barrier's own sends
+    and receives, is not recorded as noise. The attrs ``makespan`` and
+    ``noiseless_makespan`` (the same run on a trace without jitter) give the true cost.
+    """
+    from .events import COLLECTIVE, COMPUTE, KINDS, EventTrace
+
+    phases, n = compute.shape
+    begin = np.vstack([np.zeros((1, n)), end_times[:-1]])
+    compute_end = np.minimum(begin + compute, end_times)
+    noise = np.clip(compute - work, 0.0, compute_end - begin)
+
+    def interleave(first, second):  # (phase, task) pairs -> rank-major rows
+        return np.stack([first.T, second.T], axis=-1).ravel()
+
+    codes = np.tile(np.array([COMPUTE, COLLECTIVE], dtype=np.int8), n * phases)
+    rows = pd.DataFrame({
+        "rank": np.repeat(np.arange(n, dtype=np.int64), 2 * phases),
+        "seq": np.tile(np.arange(2 * phases, dtype=np.int64), n),
+        "kind": pd.Categorical.from_codes(codes, categories=KINDS),
+        "start": interleave(begin, compute_end),
+        "end": interleave(compute_end, end_times),
+        "peer": np.full(2 * n * phases, -1, dtype=np.int64),
+        "tag": np.tile(np.repeat(np.arange(phases, dtype=np.int64), 2), n),
+        "noise_combined": interleave(noise, np.zeros_like(noise)),
+    })
+    makespan = float(end_times[-1].max())
+    return EventTrace(rows, source="jl.simulate", makespan=makespan,
+                      noiseless_makespan=float(reference) * phases, **attrs)
 

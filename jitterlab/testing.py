@@ -294,3 +294,181 @@ def wavefront_reference(workload, progress: str = "in_order", trace=None, offset
             push(free[rank] + wire_ps(rank, other), "msg", other, (rank, g))
             next_op(rank)
     return max(free) / scale, np.array(free) / scale
+
+
+def timeline_reference(events, source: str = "combined"):
+    """Plain-Python twin of :func:`jitterlab.estimate.approximate_timeline`.
+
+    Matches messages and collectives with dictionaries straight from the rows and
+    sweeps over the ranks again and again, advancing each as far as its dependencies
+    allow, until nothing moves. Returns (approximated start, approximated end) per row
+    of ``events.data``; raises ValueError if some rank can never finish.
+    """
+    data = events.data
+    noise = events.noise(source)
+    rank = data["rank"].tolist()
+    kind = data["kind"].astype(str).tolist()
+    start = data["start"].tolist()
+    end = data["end"].tolist()
+    peer = data["peer"].tolist()
+    tag = data["tag"].tolist()
+    latency = events.latency
+    rows = {}
+    for i, r in enumerate(rank):
+        rows.setdefault(r, []).append(i)
+    send_of, members = {}, {}
+    for i in range(len(rank)):
+        if kind[i] == "send":
+            send_of[(rank[i], peer[i], tag[i])] = i
+        elif kind[i] == "collective":
+            members.setdefault(tag[i], []).append(i)
+    a_start = [None] * len(rank)
+    a_end = [None] * len(rank)
+    position = {r: 0 for r in rows}
+    moved = True
+    while moved:
+        moved = False
+        for r, mine in rows.items():
+            while position[r] < len(mine):
+                i = mine[position[r]]
+                p = position[r]
+                a = start[i] if p == 0 else a_end[mine[p - 1]] + (start[i] - end[mine[p - 1]])
+                d = end[i] - start[i]
+                if kind[i] in ("compute", "send"):
+                    b = a + max(d - noise[i], 0.0)
+                elif kind[i] == "recv":
+                    j = send_of[(peer[i], r, tag[i])]
+                    if a_end[j] is None:
+                        break
+                    leave = min(end[j], end[i] - latency)
+                    leave = max(leave, start[j])
+                    d_send = end[j] - start[j]
+                    shortened = (a_end[j] - a_start[j]) / d_send if d_send > 0 else 0.0
+                    leave_approx = a_start[j] + (leave - start[j]) * shortened
+                    wait = min(max(leave + latency - start[i], 0.0), d)
+                    own = d - wait
+                    b = max(a, leave_approx + latency) + own - min(noise[i], own)
+                else:
+                    a_start[i] = a  # entered; leaves once every rank has entered
+                    group = members[tag[i]]
+                    if any(a_start[j] is None for j in group):
+                        break
+                    own = max(end[i] - max(start[j] for j in group), 0.0)
+                    b = max(a_start[j] for j in group) + own - min(noise[i], own)
+                a_start[i], a_end[i] = a, b
+                position[r] += 1
+                moved = True
+    stuck = [r for r in rows if position[r] < len(rows[r])]
+    if stuck:
+        raise ValueError(f"rank {stuck[0]} can never finish (a cycle of dependencies)")
+    return np.array(a_start, dtype=float), np.array(a_end, dtype=float)
+
+
+__all__ += ["timeline_reference"]
+
+
+def random_events(seed, n_ranks: int = 4, steps: int = 12, latency: float = 0.0,
+                  sources=("tick", "daemon"), present=None, irregular: bool = False):
+    """A random valid event trace of a small program, with noise placed as the
+    timeline approximation assumes (unless ``irregular``).
+
+    The program has ``steps`` steps: first a compute on every rank, then each one of
+    a compute on every rank, a round of messages (a random matching of the ranks, one
+    or both ways per pair) or a collective; random gaps separate some intervals.
+
+    Every interval draws a noise duration per source (0 with probability 0.3, else
+    exponential); only the sources in ``present`` (default: all) lengthen the run, and
+    the ``noise_<source>`` columns hold the noise that did (``noise_combined`` their
+    sum). The noise of a send, a receive and a collective strikes after the message
+    arrived or the last rank entered, so :func:`jitterlab.estimate.accumulated_noise`
+    recovers the same program run with fewer sources exactly: the run with
+    ``present`` = all but X ends where removing X from the full run says. With
+    ``irregular``, a receive's noise strikes while it waits and a send's after its
+    message left (the estimate is then not exact). The same seed gives the same
+    program, costs and noise whatever ``present`` is.
+    """
+    import pandas as pd
+
+    from .events import EventTrace
+
+    rng = np.random.default_rng(seed)
+    present = set(sources if present is None else present)
+    clock = np.zeros(n_ranks)
+    rows = {name: [] for name in ("rank", "seq", "kind", "start", "end", "peer", "tag")}
+    noise_rows = {name: [] for name in sources}
+    seq = [0] * n_ranks
+    tag = [0]
+
+    def draw():
+        values = {name: (0.0 if rng.random() < 0.3 else float(rng.exponential(0.2)))
+                  for name in sources}
+        return values, sum(v for name, v in values.items() if name in present)
+
+    def gap(rank):
+        if rng.random() < 0.2:
+            clock[rank] += float(rng.uniform(0.0, 0.1))
+
+    def add(rank, kind, start, end, peer, t, noise):
+        for name, value in (("rank", rank), ("seq", seq[rank]), ("kind", kind),
+                            ("start", start), ("end", end), ("peer", peer), ("tag", t)):
+            rows[name].append(value)
+        for name in sources:
+            noise_rows[name].append(noise[name] if name in present else 0.0)
+        seq[rank] += 1
+        clock[rank] = end
+
+    for number in range(steps):
+        step = "compute" if number == 0 else rng.choice(["compute", "messages", "collective"])
+        if step == "compute":
+            for rank in range(n_ranks):
+                gap(rank)
+                noise, total = draw()
+                work = float(rng.uniform(0.5, 2.0))
+                add(rank, "compute", clock[rank], clock[rank] + work + total, -1, 0, noise)
+        elif step == "messages":
+            order = rng.permutation(n_ranks)
+            pairs = [(int(order[i]), int(order[i + 1])) for i in range(0, n_ranks - 1, 2)]
+            messages = []
+            for p, q in pairs:
+                ways = [(p, q), (q, p)] if rng.random() < 0.5 else [(p, q)]
+                for source, target in ways:
+                    tag[0] += 1
+                    messages.append((source, target, tag[0]))
+            leaves = {}
+            for source, target, t in messages:  # sends first, then receives
+                gap(source)
+                noise, total = draw()
+                cost = float(rng.uniform(0.0, 0.05))
+                begin = clock[source]
+                leave = begin + cost + (0.0 if irregular else total)
+                add(source, "send", begin, begin + cost + total, target, t, noise)
+                leaves[t] = leave
+            for source, target, t in messages:
+                gap(target)
+                noise, total = draw()
+                cost = float(rng.uniform(0.0, 0.05))
+                begin = clock[target]
+                arrival = leaves[t] + latency
+                if irregular:
+                    end = max(begin + total, arrival) + cost
+                else:
+                    end = max(begin, arrival) + cost + total
+                add(target, "recv", begin, end, source, t, noise)
+        else:
+            tag[0] += 1
+            for rank in range(n_ranks):
+                gap(rank)
+            last = clock.max()
+            for rank in range(n_ranks):
+                noise, total = draw()
+                cost = float(rng.uniform(0.0, 0.05))
+                add(rank, "collective", clock[rank], last + cost + total, -1, tag[0], noise)
+    frame = pd.DataFrame(rows)
+    for name in sources:
+        frame[f"noise_{name}"] = noise_rows[name]
+    frame["noise_combined"] = sum(frame[f"noise_{name}"] for name in sources)
+    return EventTrace(frame, latency=latency, source="jitterlab.testing.random_events",
+                      seed=int(seed))
+
+
+__all__ += ["random_events"]

@@ -1,0 +1,362 @@
+"""How much did noise cost this run? The timeline approximation of Nataraj et al. (seed 003).
+
+Given an :class:`~jitterlab.events.EventTrace` (intervals per rank with the local noise
+inside each), :func:`accumulated_noise` removes the noise of one source from every
+interval and moves later events earlier, keeping the order that messages and
+collectives impose. The difference between the measured and the approximated end is
+the *accumulated noise*: what noise cost the run, including the noise other ranks passed
+on through messages and collectives. Divided by a rank's own (*local*) noise it gives
+the *amplification ratio*: above 1 the rank was delayed by more than its own noise
+(propagation), below 1 part of its noise was hidden in waiting (absorption).
+
+The rules (a, b: approximated start and end of an interval; s, e, d = e − s, n: its
+measured start, end, duration and local noise):
+
+* Every interval starts when the previous interval of its rank ends in the approximated
+  timeline, plus the measured gap between the two (time outside any interval is kept);
+  a rank's first interval starts at its measured start.
+* compute, send: b = a + d − n.
+* A message leaves at the measured time D = min(e_send, e_recv − latency) (the send's
+  end, or earlier if the receive completed sooner) and arrives ``latency`` later. In the
+  approximated timeline it leaves at the same relative place of the shortened send,
+  D' = a_send + (D − s_send)·(1 − n_send/d_send).
+* recv: the measured receive is split at the measured arrival A = D + latency into a wait
+  W = clip(A − s, 0, d) and its own part P = d − W (transfer and processing). Then
+  b = max(a, D' + latency) + P − min(n, P): the noise is removed from the own part (noise
+  beyond P struck while waiting and was absorbed). A receive therefore never completes
+  before its send's approximated departure plus latency.
+* collective (spanning all ranks, barrier-like): with S the last measured entry of the
+  instance and S' the last approximated entry, each rank's own cost after the last entry
+  is c = max(e − S, 0) and b = S' + c − min(n, c). No rank leaves before the last rank
+  has entered.
+
+With no noise the approximated timeline is the measured one; every approximated time
+is at most its measured time.
+
+References
+----------
+.. [1] A. Nataraj, A. Morris, A. Malony, M. Sottile, P. Beckman, "The Ghost in the
+   Machine: Observing the Effects of Kernel Operation on Parallel Application
+   Performance", SC07 (seed 003): timeline approximation, accumulated noise,
+   amplification ratio, the propagation and absorption cases.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ._provenance import provenance_attrs
+from .events import COLLECTIVE, COMPUTE, KINDS, RECV, SEND, EventTrace
+
+__all__ = ["accumulated_noise", "approximate_timeline"]
+
+_RUNNABLE, _WAIT_MESSAGE, _WAIT_COLLECTIVE, _DONE = range(4)
+_COMPUTE, _SEND, _RECV = COMPUTE, SEND, RECV
+
+
+@numba.njit(cache=True)
+def _timeline_kernel(offsets, kind, start, end, noise, link, departure, receiver,
+                     last_entry, latency, approx_start, approx_end):
+    """The approximated timeline of one noise source (arrays in, arrays out).
+
+    ``link`` holds the message number of a send or recv row and the instance number of
+    a collective row (-1 for compute); ``departure[m]`` is message m's measured
+    departure D and ``receiver[m]`` its receiving rank; ``last_entry[q]`` is the last
+    measured entry of collective instance q. ``approx_start`` and ``approx_end`` are
+    filled when they are not empty.
+
+    Returns (approximated end of every rank, row where a rank is stuck or -1). Ranks are
+    run one at a time until they block on a message not yet sent or a collective not yet
+    entered by all; a rank that unblocks another puts it on a stack, so every interval
+    is visited once (plus one visit per rank and collective instance).
+    """
+    n_ranks = offsets.size - 1
+    keep = approx_start.size > 0
+    position = offsets[:-1].copy()
+    now = np.zeros(n_ranks)
+    state = np.full(n_ranks, _RUNNABLE, dtype=np.int8)
+    entered = np.zeros(n_ranks, dtype=np.bool_)
+    ready = np.full(departure.size, np.nan)
+    n_instances = last_entry.size
+    entry_max = np.full(n_instances, -np.inf)
+    entry_count = np.zeros(n_instances, dtype=np.int64)
+    stack = np.empty(n_ranks, dtype=np.int64)
+    for r in range(n_ranks):
+        stack[r] = n_ranks - 1 - r
+    top = n_ranks
+    while top > 0:
+        top -= 1
+        r = stack[top]
+        state[r] = _RUNNABLE
+        i = position[r]
+        stop = offsets[r + 1]
+        while i < stop:
+            if i == offsets[r]:
+                a = start[i]
+            else:
+                a = now[r] + (start[i] - end[i - 1])
+            duration = end[i] - start[i]
+            lost = noise[i]
+            k = kind[i]
+            if k == _COMPUTE or k == _SEND:
+                b = a + max(duration - lost, 0.0)
+                if k == _SEND:
+                    m = link[i]
+                    if duration > 0.0:
+                        leave = a + (departure[m] - start[i]) * ((b - a) / duration)
+                    else:
+                        leave = a
+                    ready[m] = leave + latency
+                    other = receiver[m]
+                    if state[other] == _WAIT_MESSAGE and link[position[other]] == m:
+                        state[other] = _RUNNABLE
+                        stack[top] = other
+                        top += 1
+            elif k == _RECV:
+                m = link[i]
+                arrival = ready[m]
+                if np.isnan(arrival):
+                    state[r] = _WAIT_MESSAGE
+                    break
+                wait = min(max(departure[m] + latency - start[i], 0.0), duration)
+                own = duration - wait
+                b = max(a, arrival) + own - min(lost, own)
+            else:  # collective
+                q = link[i]
+                if not entered[r]:
+                    entered[r] = True
+                    if a > entry_max[q]:
+                        entry_max[q] = a
+                    entry_count[q] += 1
+                    if entry_count[q] < n_ranks:
+                        state[r] = _WAIT_COLLECTIVE
+                        break
+                    for other in range(n_ranks):  # the last to enter releases the others
+                        if other != r and state[other] == _WAIT_COLLECTIVE:
+                            state[other] = _RUNNABLE
+                            stack[top] = other
+                            top += 1
+                entered[r] = False
+                own = max(end[i] - last_entry[q], 0.0)
+                b = entry_max[q] + own - min(lost, own)
+            if keep:
+                approx_start[i] = a
+                approx_end[i] = b
+            now[r] = b
+            i += 1
+        position[r] = i
+        if i == stop:
+            state[r] = _DONE
+    for r in range(n_ranks):
+        if state[r] != _DONE:
+            return now, position[r]
+    return now, -1
+
+
+@numba.njit(cache=True)
+def _group_max(values, group, n_groups):
+    out = np.full(n_groups, -np.inf)
+    for i in range(values.size):
+        g = group[i]
+        if g >= 0 and values[i] > out[g]:
+            out[g] = values[i]
+    return out
+
+
+def _prepare(events: EventTrace) -> dict:
+    """The kernel's inputs that do not depend on the noise source."""
+    data = events.data
+    kind = events.kind_codes()
+    start = data["start"].to_numpy(dtype=np.float64)
+    end = data["end"].to_numpy(dtype=np.float64)
+    sends, recvs = events.message_pairs()
+    instance, _ = events.collective_instances()
+    link = np.where(kind == COLLECTIVE, instance, -1)
+    messages = np.arange(sends.size, dtype=np.int64)
+    link[sends] = messages
+    link[recvs] = messages
+    # the message leaves at the send's end, or earlier if its receive completed sooner;
+    # never before the send starts (checked by EventTrace up to rounding)
+    departure = np.maximum(np.minimum(end[sends], end[recvs] - events.latency), start[sends])
+    receiver = data["rank"].to_numpy()[recvs].astype(np.int64)
+    n_instances = int(instance.max()) + 1 if instance.size else 0
+    last_entry = _group_max(start, np.where(kind == COLLECTIVE, instance, -1), n_instances)
+    return {"offsets": events.rank_offsets(), "kind": kind, "start": start, "end": end,
+            "link": link, "departure": departure, "receiver": receiver,
+            "last_entry": last_entry}
+
+
+def _run(events: EventTrace, prepared: dict, noise: np.ndarray, keep: bool):
+    size = len(events) if keep else 0
+    approx_start, approx_end = np.empty(size), np.empty(size)
+    p = prepared
+    last, stuck = _timeline_kernel(p["offsets"], p["kind"], p["start"], p["end"], noise,
+                                   p["link"], p["departure"], p["receiver"],
+                                   p["last_entry"], float(events.latency),
+                                   approx_start, approx_end)
+    if stuck >= 0:
+        rank, seq = (int(events.data[c].iat[stuck]) for c in ("rank", "seq"))
+        kind = KINDS[p["kind"][stuck]]
+        row = events.data.iloc[stuck]
+        what = (f"recv from rank {row['peer']} with tag {row['tag']}" if kind == "recv"
+                else f"collective {row['tag']}")
+        where = f"{events.file}: " if events.file else ""
+        raise ValueError(f"{where}rank {rank}, interval seq {seq} ({what}) can never "
+                         f"complete: the messages and collectives wait on each other in a "
+                         f"cycle (a deadlock; the timestamps cannot come from a real run)")
+    return last, approx_start, approx_end
+
+
+def _sources(events: EventTrace, sources) -> list[str]:
+    if sources is None:
+        names = events.sources
+        if "combined" not in names:
+            names = [*names, "combined"]
+        return names
+    if isinstance(sources, str):
+        sources = [sources]
+    names = list(sources)
+    if not names:
+        raise ValueError("sources must name at least one noise source")
+    for name in names:
+        events.noise(name)  # raises for an unknown source
+    return names
+
+
+def approximate_timeline(events: EventTrace, source: str = "combined") -> pd.DataFrame:
+    """The approximated timeline with the noise of ``source`` removed.
+
+    Parameters
+    ----------
+    events : EventTrace
+    source : str
+        The noise source to remove ("combined": the ``noise_combined`` column, or the
+        sum of all sources when there is none).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``rank``, ``seq``, ``kind``, ``start``, ``end`` and the approximated
+        ``approx_start``, ``approx_end`` [s], one row per interval.
+    """
+    if not isinstance(events, EventTrace):
+        raise TypeError(f"events must be a jl.EventTrace, got {type(events).__name__}")
+    _, approx_start, approx_end = _run(events, _prepare(events), events.noise(source), True)
+    frame = events.data[["rank", "seq", "kind", "start", "end"]].copy()
+    frame["approx_start"] = approx_start
+    frame["approx_end"] = approx_end
+    return frame
+
+
+def accumulated_noise(events: EventTrace, sources=None) -> xr.Dataset:
+    """Accumulated noise, local noise and amplification ratio per rank and source.
+
+    Parameters
+    ----------
+    events : EventTrace
+        The run's intervals with the local noise inside each (see
+        :mod:`jitterlab.events`).
+    sources : str or sequence of str, optional
+        The noise sources to remove, one at a time; default: every ``noise_<source>``
+        column and "combined" (all of them together).
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims ``source`` and ``rank``:
+
+        * ``local`` — the rank's own noise, the sum over its intervals [s];
+        * ``accumulated`` — measured end − approximated end of the rank [s];
+        * ``amplification`` — accumulated / local (NaN where local is 0) [-];
+        * ``approximated_end`` [s], and ``measured_end`` (dim ``rank``) [s];
+        * ``run_accumulated`` — measured makespan − approximated makespan [s];
+        * ``max_accumulated`` — the largest accumulated noise of a rank [s];
+        * ``mean_local``, ``max_local`` — over ranks [s];
+        * ``run_amplification`` — run_accumulated / mean_local [-];
+        * ``makespan`` — measured, last end − first start [s].
+
+    Notes
+    -----
+    The rules for messages and collectives are in the module docstring. The
+    accumulated noise of a rank is :math:`e_\\text{last} − b_\\text{last}` (seed 003:
+    "last measured timestamp − last approximated timestamp"); its amplification ratio is
+    accumulated / local.
+
+    References
+    ----------
+    .. [1] A. Nataraj et al., "The Ghost in the Machine", SC07 (seed 003).
+
+    Examples
+    --------
+    Rank 1 waits for rank 0, which met 100 s of noise: the delay propagates.
+
+    >>> import pandas as pd
+    >>> import jitterlab as jl
+    >>> rows = pd.DataFrame({"rank": [0, 0, 1, 1], "seq": [0, 1, 0, 1],
+    ...                      "kind": ["compute", "send", "recv", "compute"],
+    ...                      "start": [0., 200., 0., 200.], "end": [200., 200., 200., 300.],
+    ...                      "peer": [-1, 1, 0, -1], "tag": [0, 5, 5, 0],
+    ...                      "noise_combined": [100., 0., 0., 0.]})
+    >>> ds = jl.estimate.accumulated_noise(jl.EventTrace(rows))
+    >>> ds["accumulated"].sel(source="combined").values.tolist()
+    [100.0, 100.0]
+    """
+    if not isinstance(events, EventTrace):
+        raise TypeError(f"events must be a jl.EventTrace, got {type(events).__name__}")
+    names = _sources(events, sources)
+    prepared = _prepare(events)
+    offsets = prepared["offsets"]
+    last_rows = offsets[1:] - 1
+    measured_end = prepared["end"][last_rows]
+    first_start = float(prepared["start"][offsets[:-1]].min())
+    local, approximated = [], []
+    for name in names:
+        noise = events.noise(name)
+        local.append(np.add.reduceat(noise, offsets[:-1]))
+        approximated.append(_run(events, prepared, noise, False)[0])
+    local = np.array(local)
+    approximated = np.array(approximated)
+    accumulated = measured_end[None, :] - approximated
+    with np.errstate(divide="ignore", invalid="ignore"):
+        amplification = np.where(local > 0, accumulated / np.where(local > 0, local, 1.0),
+                                 np.nan)
+        mean_local = local.mean(axis=1)
+        run_accumulated = measured_end.max() - approximated.max(axis=1)
+        run_amplification = np.where(mean_local > 0, run_accumulated
+                                     / np.where(mean_local > 0, mean_local, 1.0), np.nan)
+
+    def seconds(long_name):
+        return {"units": "s", "long_name": long_name}
+
+    data = {
+        "local": (("source", "rank"), local, seconds("local noise of the rank")),
+        "accumulated": (("source", "rank"), accumulated,
+                        seconds("accumulated noise: measured − approximated end")),
+        "amplification": (("source", "rank"), amplification,
+                          {"units": "1", "long_name": "amplification ratio accumulated / "
+                                                      "local"}),
+        "approximated_end": (("source", "rank"), approximated,
+                             seconds("end of the rank without the noise")),
+        "measured_end": ("rank", measured_end, seconds("measured end of the rank")),
+        "run_accumulated": ("source", run_accumulated,
+                            seconds("measured makespan − approximated makespan")),
+        "max_accumulated": ("source", accumulated.max(axis=1),
+                            seconds("largest accumulated noise of a rank")),
+        "mean_local": ("source", mean_local, seconds("mean local noise of a rank")),
+        "max_local": ("source", local.max(axis=1), seconds("largest local noise of a rank")),
+        "run_amplification": ("source", run_amplification,
+                              {"units": "1", "long_name": "run accumulated / mean local"}),
+        "makespan": ((), float(measured_end.max() - first_start),
+                     seconds("measured makespan")),
+    }
+    coords = {"source": ("source", np.array(names)),
+              "rank": ("rank", np.arange(offsets.size - 1))}
+    trace_attrs = {f"trace_{key}": value for key, value in events.attrs.items()
+                   if isinstance(value, str | int | float) and not isinstance(value, bool)}
+    attrs = {"method": "timeline approximation (Nataraj et al., SC07, seed 003)",
+             "latency": events.latency, "n_intervals": len(events), **trace_attrs,
+             **provenance_attrs()}
+    return xr.Dataset(data, coords=coords, attrs=attrs)

@@ -1,0 +1,303 @@
+"""The timeline approximation of seed 003 (jitterlab.estimate).
+
+Exact answers: the seed's two toy cases, closed-form BSP runs, random programs whose
+noise is placed as the rules assume (removing a source must give the run without it),
+and simulated runs whose noiseless twin the simulator computes. Rounding tolerances
+are derived from the float64 epsilon and the number of additions on a rank's path.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import jitterlab as jl
+from jitterlab.estimate import accumulated_noise, approximate_timeline
+from jitterlab.testing import random_events, timeline_reference
+
+EPS = np.finfo(np.float64).eps
+
+
+def rounding(trace: jl.EventTrace) -> float:
+    """Bound on the rounding of an approximated time: each interval on a path adds a
+    few operations, each off by at most eps times the largest timestamp."""
+    scale = float(np.abs(trace.data[["start", "end"]].to_numpy()).max())
+    return 8 * EPS * scale * len(trace)
+
+
+def table(rows):
+    columns = ["rank", "seq", "kind", "start", "end", "peer", "tag", "noise_combined"]
+    return jl.EventTrace(pd.DataFrame(rows, columns=columns))
+
+
+# ---------------------------------------------------------------------- seed 003 toys
+def test_propagation_rank_2_picks_up_100_without_local_noise():
+    # Seed 003: rank 1 meets 100 s of noise before it sends; rank 2, noise-free, waits
+    # for the message. Ranks 1 and 2 of the slides are rows 0 and 1 here.
+    trace = table([
+        (0, 0, "compute", 0.0, 200.0, -1, 0, 100.0),
+        (0, 1, "send", 200.0, 200.0, 1, 1, 0.0),
+        (1, 0, "recv", 0.0, 200.0, 0, 1, 0.0),
+        (1, 1, "compute", 200.0, 300.0, -1, 0, 0.0),
+    ])
+    ds = accumulated_noise(trace).sel(source="combined")
+    assert ds["local"].values.tolist() == [100.0, 0.0]
+    assert ds["accumulated"].values.tolist() == [100.0, 100.0]
+    assert ds["amplification"].values[0] == 1.0
+    assert np.isnan(ds["amplification"].values[1])  # no local noise: ratio undefined
+    assert float(ds["run_accumulated"]) == 100.0
+    timeline = approximate_timeline(trace)
+    assert timeline["approx_end"].tolist() == [100.0, 100.0, 100.0, 200.0]
+
+
+def test_absorption_100_local_only_50_accumulated():
+    # Seed 003: rank 2 meets 100 s of noise, then receives a message sent 50 s after its
+    # noiseless compute would end; without the noise it waits 50 s, so only 50 s of
+    # its 100 s were lost.
+    trace = table([
+        (0, 0, "compute", 0.0, 150.0, -1, 0, 0.0),
+        (0, 1, "send", 150.0, 150.0, 1, 1, 0.0),
+        (1, 0, "compute", 0.0, 200.0, -1, 0, 100.0),
+        (1, 1, "recv", 200.0, 201.0, 0, 1, 0.0),
+    ])
+    ds = accumulated_noise(trace).sel(source="combined")
+    assert ds["local"].values.tolist() == [0.0, 100.0]
+    assert ds["accumulated"].values.tolist() == [0.0, 50.0]
+    assert ds["amplification"].values[1] == 0.5
+    assert float(ds["run_accumulated"]) == 50.0
+    assert approximate_timeline(trace)["approx_start"].tolist() == [0.0, 150.0, 0.0, 100.0]
+
+
+def test_a_receive_never_completes_before_its_send_plus_latency():
+    # the message leaves at 150 and takes 5 s; removing the receiver's 100 s of noise
+    # cannot make the receive end before 155
+    rows = pd.DataFrame({
+        "rank": [0, 0, 1, 1], "seq": [0, 1, 0, 1],
+        "kind": ["compute", "send", "compute", "recv"],
+        "start": [0.0, 150.0, 0.0, 200.0], "end": [150.0, 150.0, 200.0, 201.0],
+        "peer": [-1, 1, -1, 0], "tag": [0, 1, 0, 1],
+        "noise_combined": [0.0, 0.0, 100.0, 1.0]})
+    trace = jl.EventTrace(rows, latency=5.0)
+    timeline = approximate_timeline(trace)
+    assert timeline["approx_end"].iat[3] == 155.0
+    assert float(accumulated_noise(trace)["accumulated"].sel(source="combined", rank=1)) \
+        == 46.0
+
+
+# ---------------------------------------------------------------------- closed forms
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_bsp_with_a_barrier_the_run_loses_the_sum_of_the_phase_maxima(seed):
+    # phase k: every rank computes w plus its noise n_rk, then a barrier whose exits
+    # follow the last entry by a fixed cost c. Without noise every phase takes w + c,
+    # so the run loses exactly sum_k max_r n_rk, and so does every rank.
+    rng = np.random.default_rng(seed)
+    ranks, phases, work, cost = 7, 30, 1.0, 0.01
+    noise = rng.exponential(0.1, (phases, ranks)) * (rng.random((phases, ranks)) < 0.4)
+    rows, clock = [], 0.0
+    for k in range(phases):
+        last = clock + work + noise[k].max()
+        for r in range(ranks):
+            entry = clock + work + noise[k, r]
+            rows += [(r, 2 * k, "compute", clock, entry, -1, k, noise[k, r]),
+                     (r, 2 * k + 1, "collective", entry, last + cost, -1, k, 0.0)]
+        clock = last + cost
+    trace = table(rows)
+    ds = accumulated_noise(trace).sel(source="combined")
+    lost = noise.max(axis=1).sum()
+    tol = rounding(trace)
+    assert float(ds["run_accumulated"]) == pytest.approx(lost, abs=tol)
+    assert np.allclose(ds["accumulated"], lost, rtol=0, atol=tol)
+    assert np.allclose(ds["local"], noise.sum(axis=0), rtol=0, atol=tol)
+    assert float(ds["makespan"]) == pytest.approx(phases * (work + cost) + lost, abs=tol)
+
+
+def test_without_noise_nothing_is_accumulated():
+    trace = random_events(4, n_ranks=5, steps=20, present=(), latency=0.01)
+    ds = accumulated_noise(trace)
+    assert np.all(np.abs(ds["accumulated"]) <= rounding(trace))
+    assert np.all(ds["local"] == 0) and np.all(np.isnan(ds["amplification"]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), ranks=st.integers(1, 7), steps=st.integers(1, 25),
+       latency=st.sampled_from([0.0, 0.01]))
+def test_removing_a_source_gives_the_run_without_it(seed, ranks, steps, latency):
+    # random_events places the noise where the rules assume it struck, so the estimate
+    # must be exact: the same program run with the other sources only
+    full = random_events(seed, n_ranks=ranks, steps=steps, latency=latency)
+    ds = accumulated_noise(full)
+    ends = full.data["end"].to_numpy()[full.rank_offsets()[1:] - 1]
+    for source, others in [("tick", ["daemon"]), ("daemon", ["tick"]), ("combined", [])]:
+        quiet = random_events(seed, n_ranks=ranks, steps=steps, latency=latency,
+                              present=others)
+        truth = ends - quiet.data["end"].to_numpy()[quiet.rank_offsets()[1:] - 1]
+        tol = rounding(full)
+        assert np.allclose(ds["accumulated"].sel(source=source), truth, rtol=0, atol=tol)
+        assert float(ds["run_accumulated"].sel(source=source)) == pytest.approx(
+            ends.max() - quiet.data["end"].max(), abs=tol)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), ranks=st.integers(1, 7), steps=st.integers(1, 25),
+       latency=st.sampled_from([0.0, 0.01]), irregular=st.booleans())
+def test_kernel_matches_the_plain_python_reference(seed, ranks, steps, latency, irregular):
+    trace = random_events(seed, n_ranks=ranks, steps=steps, latency=latency,
+                          irregular=irregular)
+    for source in ("tick", "combined"):
+        timeline = approximate_timeline(trace, source)
+        start, end = timeline_reference(trace, source)
+        # the same operations in the same order: equal to the last bit
+        np.testing.assert_array_equal(timeline["approx_start"].to_numpy(), start)
+        np.testing.assert_array_equal(timeline["approx_end"].to_numpy(), end)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), ranks=st.integers(1, 7), steps=st.integers(1, 25),
+       irregular=st.booleans())
+def test_approximated_times_never_pass_the_measured_ones(seed, ranks, steps, irregular):
+    trace = random_events(seed, n_ranks=ranks, steps=steps, latency=0.01,
+                          irregular=irregular)
+    tol = rounding(trace)
+    timeline = approximate_timeline(trace)
+    assert np.all(timeline["approx_end"] <= timeline["end"] + tol)
+    assert np.all(timeline["approx_end"] >= timeline["approx_start"])
+    ds = accumulated_noise(trace)
+    # removing all the noise gains at least as much as removing one source
+    assert np.all(ds["accumulated"].sel(source="combined")
+                  >= ds["accumulated"].sel(source="tick") - tol)
+    assert np.all(ds["accumulated"] >= -tol)
+
+
+# ---------------------------------------------------------------------- simulate
+def _trace():
+    return jl.synthetic_trace(duration=0.5, rng=11)
+
+
+def test_simulate_events_has_one_compute_and_one_collective_per_task_and_phase():
+    trace = _trace()
+    run = jl.simulate(trace, n=16, work=1e-3, phases=20, rng=5, detail=True)
+    events = jl.simulate(trace, n=16, work=1e-3, phases=20, rng=5, detail="events")
+    data = events.data
+    assert len(events) == 2 * 16 * 20 and events.n_ranks == 16
+    compute = data[data["kind"] == "compute"]
+    collective = data[data["kind"] == "collective"]
+    assert (collective["tag"].to_numpy().reshape(16, 20) == np.arange(20)).all()
+    # the compute intervals are the simulation's compute times; their noise the excess
+    per_task = run["compute_time"].values.T.ravel()
+    np.testing.assert_allclose(compute["end"] - compute["start"], per_task, rtol=0,
+                               atol=8 * EPS * 20 * 1.1e-3)
+    np.testing.assert_allclose(compute["noise_combined"], per_task - 1e-3, rtol=0,
+                               atol=8 * EPS * 20 * 1.1e-3)
+    assert events.attrs["makespan"] == pytest.approx(float(run["phase_time"].sum()),
+                                                     rel=8 * EPS)
+    assert events.attrs["noiseless_makespan"] == pytest.approx(20e-3, rel=8 * EPS)
+
+
+@pytest.mark.parametrize("barrier", [None, jl.TreeBarrier(), jl.TreeBarrier(fanout=4)])
+def test_simulate_estimate_equals_the_true_cost_without_barrier_costs(barrier):
+    # with a free barrier every phase ends when the slowest compute ends; removing the
+    # jitter each compute met gives the noiseless run exactly
+    events = jl.simulate(_trace(), n=64, work=1e-3, phases=40, rng=8, barrier=barrier,
+                         detail="events")
+    truth = events.attrs["makespan"] - events.attrs["noiseless_makespan"]
+    assert truth > 0
+    estimate = float(accumulated_noise(events)["run_accumulated"].sel(source="combined"))
+    assert estimate == pytest.approx(truth, abs=rounding(events))
+
+
+def test_simulate_with_a_costly_tree_barrier():
+    # The estimate takes each phase's barrier cost as measured after the last entry,
+    # C_k = (last exit) - (last entry), so it equals makespan - K w - sum_k C_k exactly.
+    # The noiseless run pays the whole tree barrier every phase instead (B_k); when the
+    # last rank to enter sits near the root, C_k < B_k and the estimate exceeds the true
+    # cost. Jitter met by the barrier's own sends and receives is not in the trace, so it
+    # stays in C_k. Hence estimate - truth = sum_k (B_k - C_k) <= sum_k B_k.
+    barrier = jl.TreeBarrier(send=1e-6, recv=1e-6, latency=2e-6)
+    work, phases = 1e-3, 40
+    events = jl.simulate(_trace(), n=64, work=work, phases=phases, rng=8, barrier=barrier,
+                         detail="events")
+    data = events.data
+    collective = data[data["kind"] == "collective"]
+    last_entry = collective.groupby("tag")["start"].max()
+    last_exit = collective.groupby("tag")["end"].max()
+    barrier_cost = float((last_exit - last_entry).sum())
+    makespan, noiseless = events.attrs["makespan"], events.attrs["noiseless_makespan"]
+    estimate = float(accumulated_noise(events)["run_accumulated"].sel(source="combined"))
+    tol = rounding(events)
+    assert estimate == pytest.approx(makespan - phases * work - barrier_cost, abs=tol)
+    truth = makespan - noiseless
+    assert estimate - truth <= noiseless - phases * work + tol
+    # and the noiseless barrier costs are what the simulator's quiet run says
+    quiet = jl.simulate(jl.Trace(jitter=[0.0], gap=[1.0]), n=64, work=work, phases=phases,
+                        rng=8, barrier=barrier)
+    assert noiseless == pytest.approx(float(quiet["phase_time"].sum()), rel=8 * EPS * phases)
+
+
+# ---------------------------------------------------------------------- output, errors
+def test_the_dataset_has_sources_ranks_units_and_provenance():
+    trace = random_events(9, n_ranks=3, steps=10)
+    ds = accumulated_noise(trace)
+    assert list(ds["source"].values) == ["tick", "daemon", "combined"]
+    assert list(ds["rank"].values) == [0, 1, 2]
+    assert ds["accumulated"].dims == ("source", "rank")
+    assert ds["run_accumulated"].dims == ("source",)
+    for name, variable in ds.data_vars.items():
+        assert variable.attrs["units"] in ("s", "1"), name
+        assert variable.attrs["long_name"], name
+    assert ds.attrs["trace_source"] == "jitterlab.testing.random_events"
+    assert "jitterlab_version" in ds.attrs
+    only = accumulated_noise(trace, sources="daemon")
+    assert list(only["source"].values) == ["daemon"]
+    np.testing.assert_array_equal(only["accumulated"].sel(source="daemon"),
+                                  ds["accumulated"].sel(source="daemon"))
+    assert float(ds["max_accumulated"].sel(source="combined")) == \
+        float(ds["accumulated"].sel(source="combined").max())
+
+
+def test_the_dataset_round_trips_through_netcdf(tmp_path):
+    ds = accumulated_noise(random_events(2, n_ranks=3, steps=10))
+    ds.to_netcdf(tmp_path / "estimate.nc")
+    import xarray as xr
+
+    with xr.open_dataset(tmp_path / "estimate.nc") as back:
+        xr.testing.assert_identical(back.load(), ds)
+
+
+def _cycle(kind):
+    if kind == "messages":  # each rank receives before it sends what the other awaits
+        rows = [(0, 0, "recv", 0.0, 0.0, 1, 1, 0.0), (0, 1, "send", 0.0, 0.0, 1, 2, 0.0),
+                (1, 0, "recv", 0.0, 0.0, 0, 2, 0.0), (1, 1, "send", 0.0, 0.0, 0, 1, 0.0)]
+    else:  # the two ranks enter two collectives in opposite orders
+        rows = [(0, 0, "collective", 0.0, 0.0, -1, 1, 0.0),
+                (0, 1, "collective", 0.0, 0.0, -1, 2, 0.0),
+                (1, 0, "collective", 0.0, 0.0, -1, 2, 0.0),
+                (1, 1, "collective", 0.0, 0.0, -1, 1, 0.0)]
+    return table(rows)
+
+
+@pytest.mark.parametrize("kind, what", [("messages", r"recv from rank 1 with tag 1"),
+                                        ("collectives", r"collective 1")])
+def test_a_dependency_cycle_is_refused_naming_rank_and_interval(kind, what):
+    trace = _cycle(kind)
+    with pytest.raises(ValueError, match=rf"rank 0, interval seq 0 \({what}\) can never "
+                                         r"complete: .* cycle"):
+        accumulated_noise(trace)
+    with pytest.raises(ValueError, match="can never finish"):
+        timeline_reference(trace)
+
+
+def test_bad_arguments():
+    trace = random_events(1)
+    with pytest.raises(ValueError, match="no noise source 'disk'"):
+        accumulated_noise(trace, sources=["disk"])
+    with pytest.raises(ValueError, match="at least one noise source"):
+        accumulated_noise(trace, sources=[])
+    with pytest.raises(TypeError, match="must be a jl.EventTrace"):
+        accumulated_noise(trace.data)
+    with pytest.raises(TypeError, match="must be a jl.EventTrace"):
+        approximate_timeline(trace.data)
+    with pytest.raises(ValueError, match="detail='events' needs a single n"):
+        jl.simulate(_trace(), n=[2, 4], work=1e-3, detail="events")
+    with pytest.raises(TypeError, match="detail must be True, False or 'events'"):
+        jl.simulate(_trace(), n=2, work=1e-3, detail="timeline")
