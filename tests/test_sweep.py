@@ -1,0 +1,284 @@
+"""jl.sweep: serial and on a real two-process LocalCluster, bit for bit; seeds, labels, failures.
+
+The cluster is started once for the module (about two seconds). Every point is a small
+jitterlab call, so the whole module runs in well under half a minute.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import jitterlab as jl
+from jitterlab import sweep as sweep_module
+from jitterlab.sweep import SweepWarning, local_cluster, point_seeds, sweep
+
+TRACE = jl.synthetic_trace(2.0, rng=11)
+BARRIERS = [None, jl.TreeBarrier(fanout=2, send=1e-6, recv=1e-6, latency=2e-6)]
+SIMULATE_GRID = {"n": [64, 512], "work": [1e-4, 1e-3], "barrier": BARRIERS}
+LAW = jl.noise.Exponential(mean=1e-5)
+
+
+@pytest.fixture(scope="module")
+def client():
+    distributed = pytest.importorskip("distributed")
+    with warnings.catch_warnings():
+        # starting a cluster may warn about ports or resources, which is not under test
+        warnings.simplefilter("ignore")
+        cluster = local_cluster(n_workers=2)
+        dask_client = distributed.Client(cluster)
+    workers = dask_client.scheduler_info()["workers"].values()
+    assert len(workers) == 2 and all(w["nthreads"] == 1 for w in workers)
+    yield dask_client
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dask_client.close()
+        cluster.close()
+
+
+def simulate_sweep(**kwargs):
+    return sweep(jl.simulate, SIMULATE_GRID, rng=2024, progress=False, trace=TRACE, phases=3,
+                 **kwargs)
+
+
+@pytest.fixture(scope="module")
+def serial():
+    """The serial simulate sweep, computed once for the module."""
+    return simulate_sweep()
+
+
+def constant(n, work):
+    """A deterministic function without rng: its value is known at every point."""
+    return xr.Dataset({"total": ((), n * work), "n_as_int": ((), np.int64(n))})
+
+
+def warns_for_large_n(n):
+    if n > 10:
+        warnings.warn(f"n is large ({n})", RuntimeWarning, stacklevel=2)
+    return xr.Dataset({"n_squared": ((), float(n * n))})
+
+
+def fails_on_odd(k, work):
+    if k % 2:
+        raise ValueError(f"odd k={k}")
+    return xr.Dataset({"value": ((), k * work), "count": ((), np.int64(k))})
+
+
+# --------------------------------------------------------------------------- serial vs Dask
+
+
+def test_two_workers_give_the_serial_dataset_bit_for_bit(client, serial):
+    distributed = simulate_sweep(client=client)
+    xr.testing.assert_identical(serial, distributed)
+    for name in serial.data_vars:  # identical compares with ==; check the bits too
+        assert serial[name].values.tobytes() == distributed[name].values.tobytes()
+    assert dict(serial["slowdown"].sizes) == {"n": 2, "work": 2, "barrier": 2}
+    assert np.isfinite(serial["slowdown"]).all()
+
+
+def test_montecarlo_max_of_n_on_two_workers_is_the_serial_one(client):
+    grid = {"n": [1, 10, 1000], "replicates": [200, 400]}
+    kwargs = {"dist_or_list": LAW, "method": "montecarlo", "rng": 7, "progress": False}
+    serial = sweep(jl.max_of_n, grid, **kwargs)
+    xr.testing.assert_identical(serial, sweep(jl.max_of_n, grid, client=client, **kwargs))
+    # different points got different streams: no two Monte Carlo means coincide
+    assert np.unique(serial["mean"].values).size == serial["mean"].size
+
+
+def test_each_point_is_the_direct_call_with_its_recorded_seed(serial):
+    result = serial
+    for i, n in enumerate(SIMULATE_GRID["n"]):
+        for j, work in enumerate(SIMULATE_GRID["work"]):
+            for k, barrier in enumerate(BARRIERS):
+                seed = int(result["point_seed"][i, j, k])
+                direct = jl.simulate(TRACE, n=n, work=work, phases=3, barrier=barrier,
+                                     rng=seed)
+                at = result.isel(n=i, work=j, barrier=k)
+                np.testing.assert_array_equal(at["phase_time"], direct["phase_time"])
+                assert float(at["slowdown"]) == float(direct["slowdown"])
+
+
+def test_point_seeds_come_from_seedsequence_spawn_in_grid_order(serial):
+    result = serial
+    children = np.random.SeedSequence(2024).spawn(8)
+    expected = [int(c.generate_state(1, np.uint64)[0]) & (2**63 - 1) for c in children]
+    assert result["point_seed"].values.ravel().tolist() == expected
+    assert point_seeds(2024, 8).tolist() == expected
+    assert result.attrs["sweep_seed"] == "2024"
+
+
+@pytest.mark.parametrize("order", [lambda n: reversed(range(n)),
+                                   lambda n: np.random.default_rng(5).permutation(n).tolist()])
+def test_evaluation_order_does_not_change_the_result(monkeypatch, serial, order):
+    monkeypatch.setattr(sweep_module, "_serial_order", order)
+    xr.testing.assert_identical(serial, simulate_sweep())
+
+
+def test_the_seed_decides_the_streams():
+    a = sweep(jl.max_of_n, {"n": [10, 100]}, rng=1, progress=False, dist_or_list=LAW,
+              method="montecarlo", replicates=200)
+    b = sweep(jl.max_of_n, {"n": [10, 100]}, rng=2, progress=False, dist_or_list=LAW,
+              method="montecarlo", replicates=200)
+    assert not np.any(a["mean"].values == b["mean"].values)
+    generator = sweep(jl.max_of_n, {"n": [10, 100]}, rng=np.random.default_rng(3),
+                      progress=False, dist_or_list=LAW, method="montecarlo", replicates=200)
+    seed = int(generator.attrs["sweep_seed"])
+    again = sweep(jl.max_of_n, {"n": [10, 100]}, rng=seed, progress=False, dist_or_list=LAW,
+                  method="montecarlo", replicates=200)
+    xr.testing.assert_identical(generator, again)
+
+
+def test_rng_is_passed_through_kwargs_and_not_to_functions_without_it():
+    bounds = sweep(jl.theorem1_bounds, {"n": [4, 64]}, rng=3, progress=False, dist=LAW,
+                   method="montecarlo", replicates=300)
+    direct = jl.theorem1_bounds(LAW, n=64, method="montecarlo", replicates=300,
+                                rng=int(bounds["point_seed"].sel(n=64)))
+    xr.testing.assert_equal(bounds.sel(n=64).drop_vars("point_seed"),
+                            direct.sel(n=64))
+    plain = sweep(constant, {"n": [1, 2], "work": [0.5, 0.25]}, progress=False)
+    assert "point_seed" not in plain.coords and "sweep_seed" not in plain.attrs
+    np.testing.assert_array_equal(plain["total"], [[0.5, 0.25], [1.0, 0.5]])
+    assert plain["n_as_int"].dtype == np.int64
+
+
+def test_client_local_starts_and_closes_its_own_cluster():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # cluster start-up chatter, not under test
+        result = sweep(constant, {"n": [1, 2, 3], "work": [2.0]}, client="local",
+                       progress=False)
+    np.testing.assert_array_equal(result["total"].values.ravel(), [2.0, 4.0, 6.0])
+
+
+# --------------------------------------------------------------------------- failures
+
+
+def test_failed_points_are_reported_with_their_parameters_and_left_nan():
+    grid = {"k": [0, 1, 2, 3], "work": [0.5, 2.0]}
+    with pytest.warns(SweepWarning, match="4 of 8 sweep points failed") as record:
+        result = sweep(fails_on_odd, grid, progress=False)
+    message = str(record[0].message)
+    for k in (1, 3):
+        for work in (0.5, 2.0):
+            assert f"k={k}, work={work}: ValueError: odd k={k}" in message
+    assert len(result.attrs["sweep_failed"]) == 4
+    assert result.attrs["sweep_failed"][0] == "k=1, work=0.5: ValueError: odd k=1"
+    np.testing.assert_array_equal(result["value"].sel(k=[0, 2]), [[0.0, 0.0], [1.0, 4.0]])
+    assert result["value"].sel(k=[1, 3]).isnull().all()
+    assert result["count"].dtype == float  # an integer variable with gaps becomes float
+    np.testing.assert_array_equal(result["count"].sel(work=0.5), [0, np.nan, 2, np.nan])
+
+
+def test_failures_on_the_cluster_are_the_serial_ones(client):
+    grid = {"n": [64, 128], "work": [1e-4, -1.0]}
+    kwargs = {"trace": TRACE, "phases": 2, "rng": 1, "progress": False}
+    with pytest.warns(SweepWarning, match="work=-1.0: ValueError: work must be finite"):
+        serial = sweep(jl.simulate, grid, **kwargs)
+    with pytest.warns(SweepWarning, match="work=-1.0: ValueError: work must be finite"):
+        distributed = sweep(jl.simulate, grid, client=client, **kwargs)
+    xr.testing.assert_identical(serial, distributed)
+    assert serial["slowdown"].sel(work=-1.0).isnull().all()
+    assert serial["slowdown"].sel(work=1e-4).notnull().all()
+
+
+def test_all_points_failing_is_an_error():
+    with pytest.raises(ValueError, match="all 2 points of the sweep failed.*odd k=1"):
+        sweep(fails_on_odd, {"k": [1, 3], "work": [1.0]}, progress=False)
+
+
+def test_warnings_of_the_function_are_reemitted_once_with_a_count():
+    with pytest.warns(RuntimeWarning, match=r"n is large \(20\) \[at 1 of 3 sweep points"):
+        with pytest.warns(RuntimeWarning, match=r"n is large \(30\) \[at 1 of 3"):
+            result = sweep(warns_for_large_n, {"n": [2, 20, 30]}, progress=False)
+    np.testing.assert_array_equal(result["n_squared"], [4.0, 400.0, 900.0])
+
+
+# --------------------------------------------------------------------------- labels
+
+
+def test_numbers_strings_and_booleans_label_themselves():
+    result = sweep(jl.simulate, {"n": [32, 8], "start": ["random", "synchronized"],
+                                 "detail": [False]}, rng=0, progress=False, trace=TRACE,
+                   work=1e-4)
+    assert result["n"].values.tolist() == [32, 8]  # grid order kept, not sorted
+    assert result["n"].dtype.kind == "i"
+    assert result["start"].values.tolist() == ["random", "synchronized"]
+    assert result["detail"].values.tolist() == [False]
+    assert result["n"].attrs["sweep_label"] == "grid value"
+
+
+def test_other_values_are_labelled_by_repr(serial):
+    result = serial
+    assert result["barrier"].values.tolist() == [repr(b) for b in BARRIERS]
+    assert result["barrier"].attrs["sweep_label"] == "repr() of the grid value"
+
+
+def test_labels_given_as_a_list_or_a_function():
+    laws = [jl.noise.Exponential(mean=1e-6), jl.noise.Exponential(mean=1e-5)]
+    listed = sweep(jl.max_of_n, {"dist_or_list": laws}, labels={"dist_or_list": ["a", "b"]},
+                   progress=False, n=100)
+    assert listed["dist_or_list"].values.tolist() == ["a", "b"]
+    assert listed["dist_or_list"].attrs["sweep_label"] == "given by labels="
+    by_mean = sweep(jl.max_of_n, {"dist_or_list": laws},
+                    labels={"dist_or_list": lambda law: law.mean()}, progress=False, n=100)
+    assert by_mean["dist_or_list"].values.tolist() == [1e-6, 1e-5]
+    # exponential maxima scale with the mean: E[max of 100] = mean · H_100
+    ratio = by_mean["mean"].sel(dist_or_list=1e-5) / by_mean["mean"].sel(dist_or_list=1e-6)
+    np.testing.assert_allclose(ratio, 10.0, rtol=1e-12)
+
+
+def test_repeated_labels_are_refused():
+    same = [jl.noise.Exponential(mean=1e-6), jl.noise.Exponential(mean=1e-6)]
+    with pytest.raises(ValueError, match="labels of 'dist_or_list' repeat"):
+        sweep(jl.max_of_n, {"dist_or_list": same}, progress=False, n=10)
+    with pytest.raises(ValueError, match="labels of 'n' repeat"):
+        sweep(jl.max_of_n, {"n": [10, 10]}, progress=False, dist_or_list=LAW)
+
+
+@pytest.mark.parametrize(("labels", "error", "match"), [
+    ({"n": ["a"]}, ValueError, "1 labels for 2 grid values"),
+    ({"n": [1, "b"]}, TypeError, "all numbers or all strings"),
+    ({"n": "ab"}, TypeError, "sequence of labels or a function"),
+    ({"work": ["a"]}, ValueError, "labels for parameters not in the grid: work"),
+])
+def test_bad_labels(labels, error, match):
+    with pytest.raises(error, match=match):
+        sweep(jl.max_of_n, {"n": [1, 2]}, labels=labels, progress=False, dist_or_list=LAW)
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def returns_a_number(n):
+    return float(n)
+
+
+@pytest.mark.parametrize(("func", "grid", "kwargs", "error", "match"), [
+    (jl.max_of_n, {}, {}, ValueError, "grid is empty"),
+    (jl.max_of_n, {"n": []}, {}, ValueError, r"grid\['n'\] has no values"),
+    (jl.max_of_n, [("n", [1])], {}, TypeError, "grid must be a dict"),
+    (jl.max_of_n, {"n": 10}, {}, TypeError, r"grid\['n'\] must be a list"),
+    (jl.max_of_n, {"method": "exact"}, {}, TypeError, r"grid\['method'\] must be a list"),
+    (jl.max_of_n, {1: [1]}, {}, TypeError, "grid keys must be parameter names"),
+    ("max_of_n", {"n": [1]}, {}, TypeError, "func must be a function"),
+    (returns_a_number, {"n": [1]}, {}, TypeError, "returned float"),
+    (jl.max_of_n, {"n": [1]}, {"n": 2}, ValueError, "n both swept and fixed"),
+    (jl.max_of_n, {"N": [1]}, {}, TypeError, "cannot take the arguments"),
+    (jl.max_of_n, {"n": [1]}, {"rng": "seed"}, TypeError, "rng must be an int seed"),
+    (jl.max_of_n, {"n": [1]}, {"rng": -1}, ValueError, "non-negative"),
+    (jl.max_of_n, {"rng": [1, 2]}, {"rng": 3}, ValueError, "rng is swept"),
+    (jl.max_of_n, {"quantiles": [[0.5], [0.9]]}, {}, ValueError,
+     "'quantiles': .* returns a variable of that name"),
+    (jl.simulate, {"n": [[4, 8]]}, {"trace": TRACE, "work": 1e-4}, ValueError,
+     "already has a dimension 'n'"),
+    (jl.max_of_n, {"n": [1]}, {"client": 42}, TypeError, "client must be None"),
+])
+def test_bad_input_is_refused_clearly(func, grid, kwargs, error, match):
+    kwargs = {"dist_or_list": LAW, **kwargs} if func is jl.max_of_n else kwargs
+    with pytest.raises(error, match=match):
+        sweep(func, grid, progress=False, **kwargs)
+
+
+def test_progress_bar_counts_the_points(capsys):
+    sweep(constant, {"n": [1, 2, 3], "work": [1.0, 2.0]}, progress=True)
+    assert "6/6" in capsys.readouterr().err
