@@ -229,3 +229,31 @@ def test_a_malformed_trace_in_a_file_names_the_file_rank_and_interval(tmp_path):
     pq.write_table(table, path)
     with pytest.raises(ValueError, match=r"bad.parquet: rank 0, interval seq 1: out of order"):
         jl.read_events(path)
+
+
+@pytest.mark.parametrize("metadata, message", [
+    (b"{not json", r"meta.parquet: damaged event-trace metadata"),
+    (b'{"latency": "fast"}', r"meta.parquet: latency must be a number, got 'fast'"),
+    (b'{"latency": -1.0}', r"latency must be finite and >= 0"),
+])
+def test_damaged_metadata_is_refused_naming_the_file(tmp_path, metadata, message):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "meta.parquet"
+    table = pa.Table.from_pandas(rows(), preserve_index=False)
+    pq.write_table(table.replace_schema_metadata({b"jitterlab_events": metadata}), path)
+    with pytest.raises(ValueError, match=message):
+        jl.read_events(path)
+
+
+def test_unknown_kind_codes_in_netcdf_are_refused_naming_the_file(tmp_path):
+    import xarray as xr
+
+    path = jl.write_events(jl.EventTrace(rows()), tmp_path / "codes.nc")
+    with xr.open_dataset(path) as dataset:
+        changed = dataset.load()
+    changed["kind"].values[2] = 9
+    changed.to_netcdf(tmp_path / "bad.nc")
+    with pytest.raises(ValueError, match=r"bad.nc: variable 'kind' must hold codes 0 to 3"):
+        jl.read_events(tmp_path / "bad.nc")
