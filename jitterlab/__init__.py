@@ -20,6 +20,7 @@ from . import (
     validate,
 )
 from .bounds import arrival_offsets, barrier_time, theorem1_bounds, tree_depth
+from .collectives import Dissemination, RecursiveDoubling
 from .events import EventTrace, read_events, write_events
 from .io import read_trace
 from .maxofn import max_of_n
@@ -36,7 +37,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 __all__ = [
     "noise", "max_of_n", "theorem1_bounds", "tree_depth", "arrival_offsets", "barrier_time",
     "Trace", "read_trace", "synthetic_trace", "coscheduled_trace", "jitsim_trace",
-    "jitsim_coscheduled_trace", "simulate", "TreeBarrier",
+    "jitsim_coscheduled_trace", "simulate", "TreeBarrier", "Dissemination", "RecursiveDoubling",
     "io", "synthetic", "bench", "characterize", "validate", "datasets", "__version__",
     "correlated", "Message", "apps", "estimate", "EventTrace", "read_events", "write_events",
 ]

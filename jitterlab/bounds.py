@@ -125,7 +125,7 @@ def _depth_term(n_values: np.ndarray, fanout: int, depth: str) -> np.ndarray:
 
 def theorem1_bounds(dist, n=None, tau: float = 0.0, fanout: int = 2, method: str = "exact",
                     quantiles: Sequence[float] = DEFAULT_QUANTILES, depth: str = "tree",
-                    **max_of_n_kwargs) -> xr.Dataset:
+                    barrier=None, **max_of_n_kwargs) -> xr.Dataset:
     """Lower and upper bounds on the iteration time θ (Garg & De, Theorem 1).
 
     Parameters
@@ -145,6 +145,12 @@ def theorem1_bounds(dist, n=None, tau: float = 0.0, fanout: int = 2, method: str
         "tree" (default): the depth of the complete tree of N nodes numbered
         breadth-first, an integer, right for every N; "paper": log2((N + 1)/2) as
         printed in Garg & De, equal to it for N = 2^k − 1 and smaller otherwise.
+    barrier : TreeBarrier, Dissemination or RecursiveDoubling, optional
+        Take the latency term from a simulated collective instead of ``tau``: a
+        :class:`jitterlab.TreeBarrier` gives its ``tau`` and ``fanout``; a round-based
+        collective gives its critical path, rounds(N) × (send + wire + recv) — the same
+        argument as Theorem 1's: once the last process has entered, every round takes
+        at most one noiseless hop.
 
     Returns
     -------
@@ -165,13 +171,30 @@ def theorem1_bounds(dist, n=None, tau: float = 0.0, fanout: int = 2, method: str
     >>> round(float(ds["round_trip"][0]) * 1e6, 3)  # 2·5 µs·log2(32/2), Garg & De §4.1
     40.0
     """
+    from .collectives import _RoundCollective
+    from .simulate import TreeBarrier
+
+    rounds = None
+    if isinstance(barrier, TreeBarrier):
+        tau, fanout = barrier.tau, barrier.fanout
+    elif isinstance(barrier, _RoundCollective):
+        rounds = barrier
+    elif barrier is not None:
+        raise TypeError(f"barrier must be a jl.TreeBarrier, jl.Dissemination or "
+                        f"jl.RecursiveDoubling, got {type(barrier).__name__}")
     tau = check_positive("tau", tau, allow_zero=True)
     fanout = _check_fanout(fanout)
     ds = max_of_n(dist, n=n, method=method, quantiles=quantiles, **max_of_n_kwargs)
     depths = _depth_term(ds["n"].values, fanout, depth)
-    round_trip = xr.DataArray(
-        2.0 * tau * depths, dims="n",
-        attrs={"units": "s", "long_name": "round trip 2τ·D up and down the tree"})
+    if rounds is None:
+        round_trip = xr.DataArray(
+            2.0 * tau * depths, dims="n",
+            attrs={"units": "s", "long_name": "round trip 2τ·D up and down the tree"})
+    else:
+        depths = np.array([rounds.rounds(count) for count in ds["n"].values])
+        round_trip = xr.DataArray(
+            depths * rounds.hop(), dims="n",
+            attrs={"units": "s", "long_name": "critical path: rounds × one-way hop"})
     out = xr.Dataset(
         {"lower": ds["mean"].assign_attrs(long_name="lower bound on E[θ]"),
          "upper": (ds["mean"] + round_trip).assign_attrs(units="s",
@@ -180,10 +203,12 @@ def theorem1_bounds(dist, n=None, tau: float = 0.0, fanout: int = 2, method: str
          "upper_quantiles": (ds["quantiles"] + round_trip).assign_attrs(
              units="s", long_name="upper bound on θ quantiles"),
          "depth": ("n", depths if depth == "paper" else depths.astype(np.int64),
-                   {"units": "1", "long_name": f"tree depth D ({depth})"}),
+                   {"units": "1", "long_name": f"tree depth D ({depth})" if rounds is None
+                    else "rounds of the collective"}),
          "round_trip": round_trip},
         attrs={**ds.attrs, "bound": "Garg & De 2006, Theorem 1", "tau": tau, "fanout": fanout,
-               "depth": depth})
+               "depth": depth if rounds is None else "rounds",
+               **({} if barrier is None else {"barrier": barrier.describe()})})
     for extra in ("mean_se", "quantiles_se"):
         if extra in ds:
             out[f"lower_{extra}"] = ds[extra]

@@ -19,6 +19,7 @@ from . import _simkernels
 from ._checks import check_integer, check_positive
 from ._provenance import provenance_attrs
 from ._random import RngLike, as_generator, seed_from
+from .collectives import _RoundCollective
 from .message import Message
 from .noise.trace_law import trace_positions
 from .trace import Trace
@@ -171,6 +172,8 @@ def _as_counts(n) -> np.ndarray:
 def _run(table, offsets, work, phases, barrier, detail):
     """Phase times, compute times and end times of one configuration [s]."""
     n_tasks = offsets.size
+    if isinstance(barrier, _RoundCollective):
+        return barrier.run(table, offsets, work, phases, detail)
     shape = (phases, n_tasks) if detail else (0, 0)
     compute = np.zeros(shape)
     if barrier is None:
@@ -226,10 +229,13 @@ def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="r
         "coscheduled": at random starts of the co-scheduler's high-priority windows
         (trace attribute ``window`` [s], optional ``window_offset`` [s]); or one trace
         row per task (the task starts computing at the start of that row's gap).
-    barrier : TreeBarrier, optional
+    barrier : TreeBarrier, Dissemination or RecursiveDoubling, optional
         None: every task waits for the slowest after each phase, absorbing the jitter
         it meets while waiting (jitSim §3.4). A :class:`TreeBarrier`: reduce and
-        broadcast whose sends and receives can be hit by jitter (§3.6).
+        broadcast whose sends and receives can be hit by jitter (§3.6). A
+        :class:`jitterlab.Dissemination` or :class:`jitterlab.RecursiveDoubling`: rounds
+        of send-then-receive with the same message costs and jitter rules; each task
+        starts its next phase when its own last round is done.
     rng : int or numpy.random.Generator, optional
         Seed of the start points; results do not depend on the number of threads.
     detail : bool or "events"
@@ -279,9 +285,9 @@ def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="r
     counts = _as_counts(n)
     work = check_positive("work", work)
     phases = check_integer("phases", phases, 1)
-    if barrier is not None and not isinstance(barrier, TreeBarrier):
-        raise TypeError(f"barrier must be None or a jl.TreeBarrier, got "
-                        f"{type(barrier).__name__}")
+    if barrier is not None and not isinstance(barrier, TreeBarrier | _RoundCollective):
+        raise TypeError(f"barrier must be None, a jl.TreeBarrier, jl.Dissemination or "
+                        f"jl.RecursiveDoubling, got {type(barrier).__name__}")
     events = isinstance(detail, str) and detail == "events"
     if not events and not isinstance(detail, bool | np.bool_):
         raise TypeError(f"detail must be True, False or 'events', got {detail!r}")
