@@ -332,14 +332,28 @@ def local_cluster(n_workers: int | None = None, **kwargs):
     """
     import os
 
+    import dask
     from distributed import LocalCluster
 
     if n_workers is None:
         n_workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
             os.cpu_count() or 1)
     options = {"threads_per_worker": 1, "processes": True, "dashboard_address": None,
-               "env": dict(_ONE_THREAD), **kwargs}
-    return LocalCluster(n_workers=n_workers, **options)
+               **kwargs}
+    # numba reads NUMBA_NUM_THREADS when imported, which a spawned worker may do before the
+    # Nanny's env= applies; Dask's pre-spawn environment reaches it in time but is written
+    # into this process's os.environ, so the previous values are put back afterwards
+    environ = {**dask.config.get("distributed.nanny.pre-spawn-environ", {}), **_ONE_THREAD}
+    saved = {name: os.environ.get(name) for name in environ}
+    try:
+        with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
+            return LocalCluster(n_workers=n_workers, **options)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def sweep(func: Callable[..., xr.Dataset], grid: Mapping[str, Sequence], client=None,

@@ -4,8 +4,10 @@ The cluster is started once for the module (about two seconds). Every point is a
 jitterlab call, so the whole module runs in well under half a minute.
 """
 
+import os
 import warnings
 
+import numba
 import numpy as np
 import pytest
 import xarray as xr
@@ -23,6 +25,7 @@ LAW = jl.noise.Exponential(mean=1e-5)
 @pytest.fixture(scope="module")
 def client():
     distributed = pytest.importorskip("distributed")
+    before = os.environ.get("NUMBA_NUM_THREADS")
     with warnings.catch_warnings():
         # starting a cluster may warn about ports or resources, which is not under test
         warnings.simplefilter("ignore")
@@ -30,6 +33,9 @@ def client():
         dask_client = distributed.Client(cluster)
     workers = dask_client.scheduler_info()["workers"].values()
     assert len(workers) == 2 and all(w["nthreads"] == 1 for w in workers)
+    # one numba thread in each worker process, and this process's environment left alone
+    assert set(dask_client.run(numba.get_num_threads).values()) == {1}
+    assert os.environ.get("NUMBA_NUM_THREADS") == before
     yield dask_client
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -1,0 +1,164 @@
+"""Benchmark of ``jl.sweep``: serial against a two-process Dask LocalCluster; cost per point.
+
+Prints, from one run on this machine:
+
+* the wall time of a 64-point grid of ``jl.simulate`` runs (N × work × tree fanout × start ×
+  phases, 0.05-0.5 s each) evaluated serially and on ``local_cluster(2)`` (two worker
+  processes, one thread each, numba limited to one thread per worker), and their ratio. The
+  serial run is timed twice: with numba on one thread, as each worker runs, and with numba's
+  default thread count, since ``jl.simulate``'s kernels are themselves parallel; the first
+  ratio measures what the cluster adds over one core, the second what a user gains over a
+  plain serial sweep;
+* the time per point for a trivial function (a one-number Dataset), serial and on the
+  cluster: what the sweep machinery itself costs (task round trip, labelling, assembly);
+* the same points on two plain worker processes (a ``multiprocessing`` pool, no Dask): the
+  speed-up two cores allow at that moment, to tell Dask's cost from other work on the machine;
+* the cluster's start-up time (not included in the ratios) and the load average before and
+  after, since the two cores may be shared with other work.
+
+Goal: ratio >= 1.7 for serial (one numba thread) / LocalCluster(2 workers).
+Run: ``python benchmarks/bench_sweep.py [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import multiprocessing
+import os
+import time
+import warnings
+
+import numba
+import numpy as np
+import xarray as xr
+
+import jitterlab as jl
+from jitterlab.sweep import local_cluster, sweep
+
+
+def trivial(x):
+    """The cheapest point: a one-number Dataset."""
+    return xr.Dataset({"y": ((), 2.0 * x)})
+
+
+_TRACE = None
+
+
+def _keep_trace(trace):
+    global _TRACE
+    _TRACE = trace
+
+
+def _simulate_point(kwargs):
+    """One point in a plain worker process (the no-Dask ceiling)."""
+    return float(jl.simulate(_TRACE, **kwargs)["slowdown"])
+
+
+def plain_processes(trace, points, processes=2) -> tuple[list, float]:
+    """Wall time of the same points on a multiprocessing pool: what two cores give now."""
+    saved = os.environ.get("NUMBA_NUM_THREADS")
+    os.environ["NUMBA_NUM_THREADS"] = "1"  # read by numba when the spawned process imports it
+    try:
+        context = multiprocessing.get_context("spawn")
+        with context.Pool(processes, initializer=_keep_trace, initargs=(trace,)) as pool:
+            pool.map(_simulate_point, points[:processes], chunksize=1)  # imports, kernels
+            slowdowns, seconds = timed(lambda: pool.map(_simulate_point, points, chunksize=1))
+    finally:
+        if saved is None:
+            os.environ.pop("NUMBA_NUM_THREADS")
+        else:
+            os.environ["NUMBA_NUM_THREADS"] = saved
+    return slowdowns, seconds
+
+
+def timed(fn):
+    start = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - start
+
+
+def load() -> str:
+    return " ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="16 points instead of 64 (CI)")
+    args = parser.parse_args(argv)
+    from distributed import Client
+
+    trace = jl.synthetic_trace(20.0, rng=1, source="benchmark")
+    grid = {"n": [2**14, 2**15], "work": [1e-4, 1e-3, 1e-2, 1e-1],
+            "barrier": [jl.TreeBarrier(fanout=2, send=1e-6, recv=1e-6, latency=2e-6),
+                        jl.TreeBarrier(fanout=4, send=1e-6, recv=1e-6, latency=2e-6)],
+            "start": ["random", "synchronized"], "phases": [20, 40]}
+    if args.quick:
+        grid["work"], grid["phases"] = [1e-4, 1e-2], [20]
+    labels = {"barrier": ["tree-2", "tree-4"]}
+    n_points = int(np.prod([len(v) for v in grid.values()]))
+    fixed = {"trace": trace, "rng": 7, "labels": labels, "progress": False}
+    print(f"{n_points}-point grid of jl.simulate on a {trace.duration:.0f} s synthetic trace; "
+          f"{os.cpu_count()} cores; load average before: {load()}")
+
+    default_threads = numba.get_num_threads()
+    small = {name: values[:1] for name, values in grid.items()}
+    warm = {**fixed, "labels": {"barrier": ["tree-2"]}}
+    sweep(jl.simulate, small, **warm)  # load the compiled kernels in this process
+
+    numba.set_num_threads(1)
+    serial_one, t_serial_one = timed(lambda: sweep(jl.simulate, grid, **fixed))
+    numba.set_num_threads(default_threads)
+    serial_default, t_serial_default = timed(lambda: sweep(jl.simulate, grid, **fixed))
+    xr.testing.assert_identical(serial_one, serial_default)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # start-up chatter of the cluster
+        (cluster, client), t_start = timed(lambda: (lambda c: (c, Client(c)))(
+            local_cluster(n_workers=2)))
+    try:
+        threads = client.run(numba.get_num_threads)
+        sweep(jl.simulate, small, client=client, **warm)  # import and load kernels on workers
+        parallel, t_parallel = timed(lambda: sweep(jl.simulate, grid, client=client, **fixed))
+        xr.testing.assert_identical(serial_one, parallel)
+
+        trivial_grid = {"x": list(range(200 if args.quick else 500))}
+        sweep(trivial, {"x": [0]}, client=client, progress=False)
+        _, t_trivial_serial = timed(lambda: sweep(trivial, trivial_grid, progress=False))
+        _, t_trivial_dask = timed(lambda: sweep(trivial, trivial_grid, client=client,
+                                                progress=False))
+    finally:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            client.close()
+            cluster.close()
+
+    seeds = serial_one["point_seed"].values.ravel()
+    points = [{**dict(zip(grid, values, strict=True)), "rng": int(seed)}
+              for values, seed in zip(itertools.product(*grid.values()), seeds, strict=True)]
+    plain_slowdowns, t_plain = plain_processes(trace, points)
+    # the sweep's points are the direct calls with their recorded seeds
+    assert plain_slowdowns == serial_one["slowdown"].values.ravel().tolist()
+
+    per_point = t_serial_one / n_points
+    print(f"serial, numba 1 thread:          {t_serial_one:6.2f} s  ({per_point:.3f} s/point)")
+    print(f"serial, numba {default_threads} threads:         {t_serial_default:6.2f} s")
+    print(f"LocalCluster, 2 workers x 1 thread (numba threads per worker: "
+          f"{sorted(set(threads.values()))}): {t_parallel:6.2f} s  (start-up {t_start:.1f} s, "
+          f"not counted)")
+    print(f"2 plain processes (multiprocessing, no Dask), same points: {t_plain:6.2f} s")
+    print(f"ratio serial (1 thread) / cluster:   {t_serial_one / t_parallel:5.2f}  (goal >= 1.7)")
+    print(f"ratio serial (1 thread) / plain processes: {t_serial_one / t_plain:5.2f}  "
+          f"(the ceiling the machine allowed during this run)")
+    print(f"ratio serial ({default_threads} threads) / cluster:  "
+          f"{t_serial_default / t_parallel:5.2f}")
+    print("identical Datasets serial / cluster: yes")
+    n_trivial = len(trivial_grid["x"])
+    print(f"per-point overhead ({n_trivial} trivial points): serial "
+          f"{t_trivial_serial / n_trivial * 1e3:.2f} ms, cluster "
+          f"{t_trivial_dask / n_trivial * 1e3:.2f} ms")
+    print(f"load average after: {load()}")
+
+
+if __name__ == "__main__":
+    main()
