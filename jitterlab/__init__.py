@@ -26,6 +26,7 @@ from .io import read_trace
 from .maxofn import max_of_n
 from .message import Message
 from .simulate import TreeBarrier, simulate
+from .sweep import sweep
 from .synthetic import coscheduled_trace, jitsim_coscheduled_trace, jitsim_trace, synthetic_trace
 from .trace import Trace
 
@@ -40,4 +41,5 @@ __all__ = [
     "jitsim_coscheduled_trace", "simulate", "TreeBarrier", "Dissemination", "RecursiveDoubling",
     "io", "synthetic", "bench", "characterize", "validate", "datasets", "__version__",
     "correlated", "Message", "apps", "estimate", "EventTrace", "read_events", "write_events",
+    "sweep",
 ]

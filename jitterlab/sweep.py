@@ -434,12 +434,12 @@ def sweep(func: Callable[..., xr.Dataset], grid: Mapping[str, Sequence], client=
     Examples
     --------
     >>> import jitterlab as jl
-    >>> law = jl.noise.Exponential(mean=1e-5)
-    >>> ds = jl.sweep(jl.max_of_n, {"n": [1, 1000], "method": ["exact"]},
-    ...               dist_or_list=law, progress=False)
+    >>> laws = [jl.noise.Exponential(mean=1e-5), jl.noise.Exponential(mean=2e-5)]
+    >>> ds = jl.sweep(jl.max_of_n, {"dist_or_list": laws, "n": [1, 1000]},
+    ...               labels={"dist_or_list": lambda law: law.mean()}, progress=False)
     >>> dict(ds["mean"].sizes)
-    {'n': 2, 'method': 1}
-    >>> [round(float(v) * 1e6, 3) for v in ds["mean"].sel(method="exact").values]
+    {'dist_or_list': 2, 'n': 2}
+    >>> (ds["mean"].sel(dist_or_list=1e-5).values * 1e6).round(3).tolist()  # 10 µs · H_N
     [10.0, 74.855]
     """
     if not callable(func):
