@@ -3,8 +3,11 @@
 :class:`Wavefront` is the pipelined 2-D sweep of Sweep3D and Chimaera (seed 002), with
 the pipeline model :func:`wavefront_predict` and the block-by-block simulation
 :func:`wavefront_simulate` (Monte Carlo from a noise law, or trace-driven).
+:class:`TimeWarp` is an optimistic discrete-event simulation (ROSS, seed 004) as GVT
+epochs closed by all-reduces (:func:`timewarp_predict`).
 """
 
+from .timewarp import TimeWarp, timewarp_predict
 from .wavefront import (
     SWEEP_ORDERS,
     Wavefront,
@@ -14,4 +17,4 @@ from .wavefront import (
 )
 
 __all__ = ["Wavefront", "wavefront_predict", "wavefront_simulate", "square_grid",
-           "SWEEP_ORDERS"]
+           "SWEEP_ORDERS", "TimeWarp", "timewarp_predict"]
