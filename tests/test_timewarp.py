@@ -19,7 +19,7 @@ def test_noiseless_rate_is_the_closed_form():
     rounds = np.array([0, 1, 10])
     epoch = work + 2 * rounds * MESSAGE.one_way
     np.testing.assert_allclose(ds["epoch_time"], epoch, rtol=1e-12)
-    np.testing.assert_allclose(ds["event_rate"], [1, 2, 1000] * (0.9 * 8 * 256) / epoch,
+    np.testing.assert_allclose(ds["event_rate"], np.array([1, 2, 1000]) * (0.9 * 8 * 256) / epoch,
                                rtol=1e-12)
     assert float(ds["parallel_efficiency"][0]) == pytest.approx(1.0)
 
