@@ -13,6 +13,7 @@ Prints, from one run on this machine:
   cluster: what the sweep machinery itself costs (task round trip, labelling, assembly);
 * the same points on two plain worker processes (a ``multiprocessing`` pool, no Dask): the
   speed-up two cores allow at that moment, to tell Dask's cost from other work on the machine;
+* each way is run ``--repeat`` times, interleaved, and the fastest run of each is compared;
 * the cluster's start-up time (not included in the ratios) and the load average before and
   after, since the two cores may be shared with other work.
 
@@ -55,21 +56,18 @@ def _simulate_point(kwargs):
     return float(jl.simulate(_TRACE, **kwargs)["slowdown"])
 
 
-def plain_processes(trace, points, processes=2) -> tuple[list, float]:
-    """Wall time of the same points on a multiprocessing pool: what two cores give now."""
+def plain_pool(trace, processes=2):
+    """A multiprocessing pool with one numba thread per process (the no-Dask ceiling)."""
     saved = os.environ.get("NUMBA_NUM_THREADS")
     os.environ["NUMBA_NUM_THREADS"] = "1"  # read by numba when the spawned process imports it
     try:
-        context = multiprocessing.get_context("spawn")
-        with context.Pool(processes, initializer=_keep_trace, initargs=(trace,)) as pool:
-            pool.map(_simulate_point, points[:processes], chunksize=1)  # imports, kernels
-            slowdowns, seconds = timed(lambda: pool.map(_simulate_point, points, chunksize=1))
+        return multiprocessing.get_context("spawn").Pool(
+            processes, initializer=_keep_trace, initargs=(trace,))
     finally:
         if saved is None:
             os.environ.pop("NUMBA_NUM_THREADS")
         else:
             os.environ["NUMBA_NUM_THREADS"] = saved
-    return slowdowns, seconds
 
 
 def timed(fn):
@@ -85,6 +83,7 @@ def load() -> str:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="16 points instead of 64 (CI)")
+    parser.add_argument("--repeat", type=int, default=3, help="interleaved runs of each way")
     args = parser.parse_args(argv)
     from distributed import Client
 
@@ -105,22 +104,39 @@ def main(argv=None) -> None:
     small = {name: values[:1] for name, values in grid.items()}
     warm = {**fixed, "labels": {"barrier": ["tree-2"]}}
     sweep(jl.simulate, small, **warm)  # load the compiled kernels in this process
-
-    numba.set_num_threads(1)
-    serial_one, t_serial_one = timed(lambda: sweep(jl.simulate, grid, **fixed))
-    numba.set_num_threads(default_threads)
-    serial_default, t_serial_default = timed(lambda: sweep(jl.simulate, grid, **fixed))
-    xr.testing.assert_identical(serial_one, serial_default)
+    reference = sweep(jl.simulate, grid, **fixed)
+    seeds = reference["point_seed"].values.ravel()
+    points = [{**dict(zip(grid, values, strict=True)), "rng": int(seed)}
+              for values, seed in zip(itertools.product(*grid.values()), seeds, strict=True)]
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # start-up chatter of the cluster
         (cluster, client), t_start = timed(lambda: (lambda c: (c, Client(c)))(
             local_cluster(n_workers=2)))
+    pool = plain_pool(trace)
+    times = {"serial1": [], "serial": [], "cluster": [], "plain": []}
     try:
         threads = client.run(numba.get_num_threads)
         sweep(jl.simulate, small, client=client, **warm)  # import and load kernels on workers
-        parallel, t_parallel = timed(lambda: sweep(jl.simulate, grid, client=client, **fixed))
-        xr.testing.assert_identical(serial_one, parallel)
+        pool.map(_simulate_point, points[:2], chunksize=1)
+        # interleaved repeats: other work on the machine comes and goes, so each way is
+        # timed several times and its fastest run compared (the least disturbed one)
+        for _ in range(args.repeat):
+            numba.set_num_threads(1)
+            result, seconds = timed(lambda: sweep(jl.simulate, grid, **fixed))
+            times["serial1"].append(seconds)
+            xr.testing.assert_identical(reference, result)
+            numba.set_num_threads(default_threads)
+            result, seconds = timed(lambda: sweep(jl.simulate, grid, client=client, **fixed))
+            times["cluster"].append(seconds)
+            xr.testing.assert_identical(reference, result)
+            slowdowns, seconds = timed(lambda: pool.map(_simulate_point, points, chunksize=1))
+            times["plain"].append(seconds)
+            # the sweep's points are the direct calls with their recorded seeds
+            assert slowdowns == reference["slowdown"].values.ravel().tolist()
+            result, seconds = timed(lambda: sweep(jl.simulate, grid, **fixed))
+            times["serial"].append(seconds)
+            xr.testing.assert_identical(reference, result)
 
         trivial_grid = {"x": list(range(200 if args.quick else 500))}
         sweep(trivial, {"x": [0]}, client=client, progress=False)
@@ -128,31 +144,34 @@ def main(argv=None) -> None:
         _, t_trivial_dask = timed(lambda: sweep(trivial, trivial_grid, client=client,
                                                 progress=False))
     finally:
+        pool.close()
+        pool.join()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             client.close()
             cluster.close()
 
-    seeds = serial_one["point_seed"].values.ravel()
-    points = [{**dict(zip(grid, values, strict=True)), "rng": int(seed)}
-              for values, seed in zip(itertools.product(*grid.values()), seeds, strict=True)]
-    plain_slowdowns, t_plain = plain_processes(trace, points)
-    # the sweep's points are the direct calls with their recorded seeds
-    assert plain_slowdowns == serial_one["slowdown"].values.ravel().tolist()
+    best = {way: min(values) for way, values in times.items()}
 
-    per_point = t_serial_one / n_points
-    print(f"serial, numba 1 thread:          {t_serial_one:6.2f} s  ({per_point:.3f} s/point)")
-    print(f"serial, numba {default_threads} threads:         {t_serial_default:6.2f} s")
-    print(f"LocalCluster, 2 workers x 1 thread (numba threads per worker: "
-          f"{sorted(set(threads.values()))}): {t_parallel:6.2f} s  (start-up {t_start:.1f} s, "
-          f"not counted)")
-    print(f"2 plain processes (multiprocessing, no Dask), same points: {t_plain:6.2f} s")
-    print(f"ratio serial (1 thread) / cluster:   {t_serial_one / t_parallel:5.2f}  (goal >= 1.7)")
-    print(f"ratio serial (1 thread) / plain processes: {t_serial_one / t_plain:5.2f}  "
-          f"(the ceiling the machine allowed during this run)")
-    print(f"ratio serial ({default_threads} threads) / cluster:  "
-          f"{t_serial_default / t_parallel:5.2f}")
-    print("identical Datasets serial / cluster: yes")
+    def line(label, way):
+        runs = " ".join(f"{t:.2f}" for t in times[way])
+        print(f"{label:<58} best {best[way]:6.2f} s  (runs: {runs})")
+
+    print(f"wall time of the {n_points} points, {args.repeat} interleaved runs each:")
+    line("serial, numba 1 thread", "serial1")
+    line(f"serial, numba {default_threads} threads (its default)", "serial")
+    line(f"LocalCluster, 2 workers x 1 thread (numba threads {sorted(set(threads.values()))})",
+         "cluster")
+    line("2 plain processes (multiprocessing, no Dask)", "plain")
+    print(f"cluster start-up {t_start:.1f} s (not counted); "
+          f"{best['serial1'] / n_points:.3f} s per point serially")
+    print(f"ratio serial (1 thread) / cluster:         {best['serial1'] / best['cluster']:5.2f}"
+          f"  (goal >= 1.7)")
+    print(f"ratio serial (1 thread) / plain processes: {best['serial1'] / best['plain']:5.2f}"
+          f"  (what two cores gave during this run)")
+    print(f"ratio serial ({default_threads} threads) / cluster:        "
+          f"{best['serial'] / best['cluster']:5.2f}")
+    print("identical Datasets serial / cluster / plain processes: yes")
     n_trivial = len(trivial_grid["x"])
     print(f"per-point overhead ({n_trivial} trivial points): serial "
           f"{t_trivial_serial / n_trivial * 1e3:.2f} ms, cluster "
