@@ -60,22 +60,56 @@ def _prefetch_row(typingctx, table, row):
 _PREFETCH_AHEAD = 8  # tasks ahead whose trace rows are requested early
 
 
+@intrinsic
+def _load(typingctx, address, index):
+    """The float64 at byte ``address`` + 8·``index``.
+
+    The kernels read the packed trace through its address: numba counts references to
+    an array at every call that takes it and at every inlined use, atomic operations
+    that cost more than the search itself (the caller keeps the table alive).
+    """
+    signature = types.float64(address, index)
+
+    def codegen(context, builder, sig, args):
+        base = builder.inttoptr(context.cast(builder, args[0], sig.args[0], types.uintp),
+                                ir.DoubleType().as_pointer())
+        index = context.cast(builder, args[1], sig.args[1], types.intp)
+        return builder.load(builder.gep(base, [index]))
+
+    return signature, codegen
+
+
+@numba.njit(cache=True, inline="always")
+def _at(address, row, col):
+    """Column ``col`` of row ``row`` of the packed trace at ``address``."""
+    return _load(address, 3 * row + col)
+
+
+@numba.njit(cache=True)
+def _address(table):
+    """Address of a packed trace (C-contiguous, 3 columns); anything else raises."""
+    if table.ndim != 2 or table.shape[1] != 3 or table.strides[1] != 8 or table.strides[0] != 24:
+        raise ValueError("the trace table must be a C-contiguous (E + 1, 3) float array "
+                         "(see pack_trace)")
+    return table.ctypes.data
+
+
 @numba.njit(cache=True, inline="always")
 def _precedes(a, b, strict):
     return a < b if strict else a <= b
 
 
 @numba.njit(cache=True, inline="always")
-def _last_before(table, col, value, hint, top, strict):
-    """Largest i in [0, top] with table[i, col] <= value (< value if ``strict``).
+def _search(address, col, value, hint, top, strict):
+    """Largest i in [0, top] with column ``col`` <= value (< value if ``strict``).
 
     Needs the condition to hold at i = 0. Gallops from ``hint``: cheap when the
     answer is near it.
     """
     i = hint if 0 <= hint <= top else 0
-    if _precedes(table[i, col], value, strict):
+    if _precedes(_at(address, i, col), value, strict):
         lo, step, hi = i, 1, i + 1
-        while hi <= top and _precedes(table[hi, col], value, strict):
+        while hi <= top and _precedes(_at(address, hi, col), value, strict):
             lo = hi
             step *= 2
             hi = lo + step
@@ -83,7 +117,7 @@ def _last_before(table, col, value, hint, top, strict):
             hi = top + 1
     else:
         hi, step, lo = i, 1, i - 1
-        while lo > 0 and not _precedes(table[lo, col], value, strict):
+        while lo > 0 and not _precedes(_at(address, lo, col), value, strict):
             hi = lo
             step *= 2
             lo = hi - step
@@ -91,7 +125,7 @@ def _last_before(table, col, value, hint, top, strict):
             lo = 0
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if _precedes(table[mid, col], value, strict):
+        if _precedes(_at(address, mid, col), value, strict):
             lo = mid
         else:
             hi = mid
@@ -99,17 +133,16 @@ def _last_before(table, col, value, hint, top, strict):
 
 
 @numba.njit(cache=True)
-def advance(table, x, cpu, hint, finish_hint):
-    """Consume ``cpu`` of compute from trace time x; jitter met on the way adds its length.
+def _last_before(table, col, value, hint, top, strict):
+    """:func:`_search` on a table (for tests and callers outside the hot loops)."""
+    return _search(_address(table), col, value, hint, top, strict)
 
-    ``hint`` and ``finish_hint`` are rows near x and near the finish: the searches
-    gallop from them. Returns (finish time, row of x, row of the finish). The finish
-    is the earliest time at which the compute is done, so a jitter starting at that instant is not
-    counted; a start inside a jitter first waits out its remainder.
-    """
-    n_rows = table.shape[0] - 1
-    period = table[n_rows, _START]
-    total_gap = table[n_rows, _COMPUTED]
+
+@numba.njit(cache=True)
+def _advance_at(address, n_rows, x, cpu, hint, finish_hint):
+    """:func:`advance` on the packed trace of ``n_rows`` rows at ``address``."""
+    period = _at(address, n_rows, _START)
+    total_gap = _at(address, n_rows, _COMPUTED)
     cycle = math.floor(x / period)
     offset = x - cycle * period
     if offset >= period:
@@ -118,11 +151,11 @@ def advance(table, x, cpu, hint, finish_hint):
     elif offset < 0.0:
         offset += period
         cycle -= 1
-    row = _last_before(table, _START, offset, hint, n_rows - 1, False)
+    row = _search(address, _START, offset, hint, n_rows - 1, False)
     if cpu <= 0.0:
         return x, row, row
-    done_here = offset - table[row, _START] - table[row, _JITTER]
-    coordinate = table[row, _COMPUTED] + (done_here if done_here > 0.0 else 0.0)
+    done_here = offset - _at(address, row, _START) - _at(address, row, _JITTER)
+    coordinate = _at(address, row, _COMPUTED) + (done_here if done_here > 0.0 else 0.0)
     target = coordinate + cpu
     # a finish within rounding of a gap's end counts as at its end (the jitter that
     # follows is not met), whatever the unit the trace was converted from; the rounding
@@ -136,10 +169,23 @@ def advance(table, x, cpu, hint, finish_hint):
     elif rest > total_gap + tie:
         rest -= total_gap
         extra += 1.0
-    finish_row = _last_before(table, _COMPUTED, rest - tie, finish_hint, n_rows - 1, True)
-    finish = ((cycle + extra) * period + table[finish_row, _START]
-              + table[finish_row, _JITTER] + (rest - table[finish_row, _COMPUTED]))
+    finish_row = _search(address, _COMPUTED, rest - tie, finish_hint, n_rows - 1, True)
+    finish = ((cycle + extra) * period + _at(address, finish_row, _START)
+              + _at(address, finish_row, _JITTER)
+              + (rest - _at(address, finish_row, _COMPUTED)))
     return finish, row, finish_row
+
+
+@numba.njit(cache=True)
+def advance(table, x, cpu, hint, finish_hint):
+    """Consume ``cpu`` of compute from trace time x; jitter met on the way adds its length.
+
+    ``hint`` and ``finish_hint`` are rows near x and near the finish: the searches
+    gallop from them. Returns (finish time, row of x, row of the finish). The finish
+    is the earliest time at which the compute is done, so a jitter starting at that instant is not
+    counted; a start inside a jitter first waits out its remainder.
+    """
+    return _advance_at(_address(table), table.shape[0] - 1, x, cpu, hint, finish_hint)
 
 
 @numba.njit(cache=True, parallel=True)
@@ -187,6 +233,57 @@ def _hop_latency(child, parent, latency, intra_latency, node_size):
     return latency
 
 
+_BUCKET = 8  # tasks per bucket of the trace-order sort (they share a few cache lines)
+
+
+@numba.njit(cache=True)
+def _trace_order(offsets, level_bounds, period, n_rows):
+    """Tasks of each level in (nearly) the order of their start in the trace.
+
+    A counting sort into about ``size / _BUCKET`` buckets of the trace per level;
+    order inside a bucket is by task. Returns slot -> task.
+    """
+    task_of = np.empty(offsets.size, dtype=np.int64)
+    for level in range(level_bounds.size - 1):
+        lo, hi = level_bounds[level], level_bounds[level + 1]
+        size = hi - lo
+        n_buckets = max(1, min(size, n_rows) // _BUCKET)
+        counts = np.zeros(n_buckets + 1, dtype=np.int64)
+        keys = np.empty(size, dtype=np.int64)
+        scale = n_buckets / period
+        for i in range(size):
+            x = offsets[lo + i]
+            key = int((x - math.floor(x / period) * period) * scale)
+            key = min(max(key, 0), n_buckets - 1)
+            keys[i] = key
+            counts[key + 1] += 1
+        for k in range(n_buckets):
+            counts[k + 1] += counts[k]
+        for i in range(size):
+            key = keys[i]
+            task_of[lo + counts[key]] = lo + i
+            counts[key] += 1
+    return task_of
+
+
+_CHUNK = 1024  # slots per parallel chunk of the start-row search
+_BLOCK = 256  # slots whose operations the tree kernel interleaves
+
+
+@numba.njit(cache=True, parallel=True)
+def _start_rows(address, n_rows, origin, hint):
+    """Row of every slot's start time, each search galloping from the slot before."""
+    period = _at(address, n_rows, _START)
+    n_chunks = (origin.size + _CHUNK - 1) // _CHUNK
+    for c in numba.prange(n_chunks):
+        row = 0
+        for slot in range(c * _CHUNK, min(origin.size, (c + 1) * _CHUNK)):
+            x = origin[slot]
+            row = _search(address, _START, x - math.floor(x / period) * period, row,
+                          n_rows - 1, False)
+            hint[slot] = row
+
+
 @numba.njit(cache=True, parallel=True)
 def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
                      latency, intra_latency, node_size, level_bounds, compute_out, end_out):
@@ -200,78 +297,130 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
     its send completes. A task starts its next compute when its broadcast part is
     done.
 
+    Each level is walked in the order of its tasks' start in the trace (all tasks
+    advance by about the same time per phase, so that order holds): the trace is read
+    nearly sequentially, and the per-task state is stored in that order (a "slot" per
+    task); messages are written into the receiver's slot.
+
     Returns the time at which the last task ends each phase [trace unit]; fills
     ``compute_out[phase, task]`` and ``end_out[phase, task]`` when they are not empty.
     """
     n_tasks = offsets.size
     n_levels = level_bounds.size - 1
-    # per task: when it ends the phase (the broadcast reuses it for the time its
+    address = _address(table)
+    n_rows = table.shape[0] - 1
+    task_of = _trace_order(offsets, level_bounds, table[n_rows, _START], n_rows)
+    slot_of = np.empty(n_tasks, dtype=np.int64)
+    origin = np.empty(n_tasks)
+    for slot in numba.prange(n_tasks):
+        slot_of[task_of[slot]] = slot
+        origin[slot] = offsets[task_of[slot]]
+    # slots of the levels that can have children, and where each child's message lands
+    n_parent_slots = level_bounds[n_levels - 1] if n_levels > 1 else 0
+    child_slot = np.empty(n_parent_slots * fanout, dtype=np.int64)
+    inbox = np.empty(n_tasks, dtype=np.int64)  # a child's place in its parent's arrivals
+    for task in numba.prange(1, n_tasks):
+        parent = (task - 1) // fanout
+        place = slot_of[parent] * fanout + (task - 1 - fanout * parent)
+        child_slot[place] = slot_of[task]
+        inbox[slot_of[task]] = place
+    arrivals = np.empty(n_parent_slots * fanout)
+    # per slot: when it ends the phase (the broadcast reuses it for the time its
     # parent's message was sent), when its reduce part is done, the trace row it is
     # at, and how many rows its last compute spanned (to start the finish search)
     end = np.zeros(n_tasks)
-    up = np.empty(n_tasks)
-    hint = np.zeros(n_tasks, dtype=np.int64)
+    hint = np.empty(n_tasks, dtype=np.int64)
+    _start_rows(address, n_rows, origin, hint)
     span = np.zeros(n_tasks, dtype=np.int64)
+    now = np.empty(n_tasks)
+    taken = np.empty(n_tasks, dtype=np.int64)
     phase_end = np.empty(phases)
     keep = compute_out.shape[0] > 0
     for phase in range(phases):
         for level in range(n_levels - 1, -1, -1):
-            for task in numba.prange(level_bounds[level], level_bounds[level + 1]):
-                ahead = task + _PREFETCH_AHEAD
-                if ahead < level_bounds[level + 1]:
-                    _prefetch_row(table, hint[ahead])
-                    _prefetch_row(table, min(hint[ahead] + span[ahead], table.shape[0] - 1))
-                origin = offsets[task]
-                finish, row, h = advance(table, origin + end[task], work, hint[task],
-                                         hint[task] + span[task])
-                span[task] = max(h - row, 0)
-                now = finish - origin
-                if keep:
-                    compute_out[phase, task] = now - end[task]
-                first = fanout * task + 1
-                n_children = min(fanout, max(n_tasks - first, 0))
-                taken = 0
-                for _ in range(n_children):  # receive in order of arrival
-                    best, pick = np.inf, 0
-                    for q in range(n_children):
-                        if not (taken >> q) & 1:
-                            child = first + q
-                            arrival = up[child] + _hop_latency(child, task, latency,
-                                                               intra_latency, node_size)
-                            if arrival < best:
-                                best, pick = arrival, q
-                    taken |= 1 << pick
-                    begin = now if now > best else best
-                    finish, _, h = advance(table, origin + begin, recv, h, h)
-                    now = finish - origin
-                if task > 0:
-                    finish, _, h = advance(table, origin + now, send, h, h)
-                    now = finish - origin
-                up[task] = now
-                hint[task] = h
+            lo, hi = level_bounds[level], level_bounds[level + 1]
+            most_children = min(fanout, max(n_tasks - fanout * lo - 1, 0))
+            for block in numba.prange((hi - lo + _BLOCK - 1) // _BLOCK):
+                first = lo + block * _BLOCK
+                last = min(hi, first + _BLOCK)
+                # one operation of every task of the block per loop, so that the CPU
+                # overlaps the tasks' chains of dependent arithmetic: compute, ...
+                for slot in range(first, last):
+                    ahead = slot + _PREFETCH_AHEAD
+                    if ahead < hi:
+                        _prefetch_row(table, hint[ahead])
+                        _prefetch_row(table, min(hint[ahead] + span[ahead], n_rows))
+                    start = origin[slot]
+                    finish, row, h = _advance_at(address, n_rows, start + end[slot], work,
+                                                 hint[slot], hint[slot] + span[slot])
+                    span[slot] = max(h - row, 0)
+                    now[slot] = finish - start
+                    hint[slot] = h
+                    taken[slot] = 0
+                    if keep:
+                        compute_out[phase, task_of[slot]] = now[slot] - end[slot]
+                for k in range(most_children):  # ... each receive, in order of arrival ...
+                    for slot in range(first, last):
+                        n_children = min(fanout, max(n_tasks - fanout * task_of[slot] - 1, 0))
+                        if k < n_children:
+                            base = slot * fanout
+                            mask = taken[slot]
+                            best, pick = np.inf, 0
+                            for q in range(n_children):
+                                if not (mask >> q) & 1 and arrivals[base + q] < best:
+                                    best, pick = arrivals[base + q], q
+                            taken[slot] = mask | (1 << pick)
+                            start = origin[slot]
+                            begin = now[slot] if now[slot] > best else best
+                            finish, _, h = _advance_at(address, n_rows, start + begin, recv,
+                                                       hint[slot], hint[slot])
+                            now[slot] = finish - start
+                            hint[slot] = h
+                for slot in range(first, last):  # ... and the send to the parent
+                    task = task_of[slot]
+                    if task > 0:
+                        start = origin[slot]
+                        finish, _, h = _advance_at(address, n_rows, start + now[slot], send,
+                                                   hint[slot], hint[slot])
+                        now[slot] = finish - start
+                        hint[slot] = h
+                        parent = (task - 1) // fanout
+                        arrivals[inbox[slot]] = now[slot] + _hop_latency(
+                            task, parent, latency, intra_latency, node_size)
         for level in range(n_levels):
-            for task in numba.prange(level_bounds[level], level_bounds[level + 1]):
-                ahead = task + _PREFETCH_AHEAD
-                if ahead < level_bounds[level + 1]:
-                    _prefetch_row(table, hint[ahead])
-                origin = offsets[task]
-                h = hint[task]
-                now = up[task]
-                if task > 0:
-                    parent = (task - 1) // fanout
-                    arrival = end[task] + _hop_latency(task, parent, latency, intra_latency,
-                                                       node_size)
-                    begin = now if now > arrival else arrival
-                    finish, _, h = advance(table, origin + begin, recv, h, h)
-                    now = finish - origin
-                first = fanout * task + 1
-                for child in range(first, min(first + fanout, n_tasks)):
-                    finish, _, h = advance(table, origin + now, send, h, h)
-                    now = finish - origin
-                    end[child] = now  # the child reads it as its parent's send time
-                end[task] = now
-                hint[task] = h
-                if keep:
-                    end_out[phase, task] = now
+            lo, hi = level_bounds[level], level_bounds[level + 1]
+            most_children = min(fanout, max(n_tasks - fanout * lo - 1, 0))
+            for block in numba.prange((hi - lo + _BLOCK - 1) // _BLOCK):
+                first = lo + block * _BLOCK
+                last = min(hi, first + _BLOCK)
+                for slot in range(first, last):  # the receive from the parent, ...
+                    task = task_of[slot]
+                    if task > 0:
+                        ahead = slot + _PREFETCH_AHEAD
+                        if ahead < hi:
+                            _prefetch_row(table, hint[ahead])
+                        start = origin[slot]
+                        parent = (task - 1) // fanout
+                        arrival = end[slot] + _hop_latency(task, parent, latency,
+                                                           intra_latency, node_size)
+                        begin = now[slot] if now[slot] > arrival else arrival
+                        finish, _, h = _advance_at(address, n_rows, start + begin, recv,
+                                                   hint[slot], hint[slot])
+                        now[slot] = finish - start
+                        hint[slot] = h
+                for q in range(most_children):  # ... each send to a child, in index order
+                    for slot in range(first, last):
+                        n_children = min(fanout, max(n_tasks - fanout * task_of[slot] - 1, 0))
+                        if q < n_children:
+                            start = origin[slot]
+                            finish, _, h = _advance_at(address, n_rows, start + now[slot],
+                                                       send, hint[slot], hint[slot])
+                            now[slot] = finish - start
+                            hint[slot] = h
+                            end[child_slot[slot * fanout + q]] = now[slot]  # parent's send
+                for slot in range(first, last):
+                    end[slot] = now[slot]
+                    if keep:
+                        end_out[phase, task_of[slot]] = now[slot]
         phase_end[phase] = end.max()
     return phase_end

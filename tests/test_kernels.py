@@ -195,3 +195,76 @@ def test_run_tree_barrier_matches_reference(n, fanout, cores_per_node, seed):
     np.testing.assert_array_equal(np.diff(phase_end, prepend=0.0),
                                   reference["phase_time"].values)
     np.testing.assert_array_equal(compute, reference["compute_time"].values)
+
+
+# --------------------------------------------------------------------------------------
+# run_tree_barrier against the kernel before issue #13 (frozen in the benchmark script)
+# --------------------------------------------------------------------------------------
+def _bench_simulate():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_simulate.py"
+    spec = importlib.util.spec_from_file_location("bench_simulate", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def old_tree_barrier():
+    return _bench_simulate()._old_run_tree_barrier
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(("n", "fanout", "cores_per_node", "rows", "start", "seed"),
+                         [(1, 2, None, 50, "random", 0), (7, 2, None, 3, "random", 1),
+                          (3000, 2, None, 2000, "random", 2), (2500, 3, 4, 500, "random", 3),
+                          (1500, 5, 16, 10_000, "random", 4), (1200, 2, None, 700, "same", 5),
+                          (1000, 4, None, 300, "later", 6)])
+def test_run_tree_barrier_matches_the_kernel_before_issue_13(old_tree_barrier, threads, n,
+                                                             fanout, cores_per_node, rows,
+                                                             start, seed):
+    # times in seconds with full float64 rounding (not ticks): any change in the order
+    # or kind of arithmetic would show in the last bits; several 256-task blocks per level
+    rng = np.random.default_rng(seed)
+    jitter = (rng.pareto(1.5, rows) + 1) * 3e-6 * (rng.random(rows) < 0.8)
+    gap = rng.exponential(1e-3, rows)
+    table = table_of(jitter, gap)
+    period = float(table[-1, 0])
+    offsets = rng.uniform(0, period, n)
+    if start == "same":  # every task at one instant: ties in every receive
+        offsets[:] = offsets[0]
+    elif start == "later":  # several periods on: the trace wraps
+        offsets += 3 * period
+    work = float(rng.choice([2e-4, 1e-3, 0.05]))
+    costs = (fanout, 1e-6, 2e-6, 5e-6, 1e-6 if cores_per_node else 5e-6, cores_per_node or 0,
+             tree_bounds(n, fanout))
+    phases = 3
+    import numba
+
+    previous = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        outputs = []
+        for kernel in (_simkernels.run_tree_barrier, old_tree_barrier):
+            compute, ends = np.zeros((phases, n)), np.zeros((phases, n))
+            phase_end = kernel(table, offsets, work, phases, *costs, compute, ends)
+            lean = kernel(table, offsets, work, phases, *costs, np.zeros((0, 0)),
+                          np.zeros((0, 0)))
+            outputs.append((phase_end, lean, compute, ends))
+    finally:
+        numba.set_num_threads(previous)
+    for new, old in zip(*outputs, strict=True):
+        np.testing.assert_array_equal(new, old)
+
+
+def test_kernels_refuse_a_table_that_is_not_packed():
+    jitter, gap = dyadic_trace(10, 0)
+    table = table_of(jitter, gap)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        _simkernels.advance(np.asfortranarray(table), 0.0, 1.0, 0, 0)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        _simkernels.run_tree_barrier(table[:, :2].copy(), np.zeros(3), 1.0, 1, 2, 0.0, 0.0,
+                                     0.0, 0.0, 0, tree_bounds(3, 2), np.zeros((0, 0)),
+                                     np.zeros((0, 0)))
