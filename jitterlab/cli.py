@@ -157,6 +157,7 @@ def _add_measure_parsers(commands) -> None:
     _add_measure_fwq(benchmarks)
     _add_measure_pb(benchmarks)
     _add_measure_latency(benchmarks)
+    _add_measure_counters(benchmarks)
     # Further benchmarks go here, each in its own ``_add_measure_<name>(benchmarks)`` that
     # ends with ``set_defaults(run=<function(args, parser) -> exit status>, parser=<its
     # parser>)``; ``_add_output_options`` and ``_check_overwrite`` give the common
@@ -280,6 +281,85 @@ def _add_measure_latency(benchmarks) -> None:
                      help="keep FILE.latency/ after writing FILE")
     _quiet_unless_first_rank(lat)
     lat.set_defaults(run=_measure_latency, parser=lat)
+
+
+def _add_measure_counters(benchmarks) -> None:
+    cnt = benchmarks.add_parser(
+        "counters",
+        help="hardware counters of a command (perf stat) and the cache/TLB metrics of seed 004",
+        description="Run CMD under perf stat -x, and print its counts, named as PAPI names "
+        "them where perf's generic event means the same, and the miss rates of Holder & "
+        "Carothers' equations 1-5 that these counts allow (jitterlab.counters). Needs perf "
+        "and a hardware performance-monitoring unit; says so and runs nothing when the "
+        "machine has none (most virtual machines). Usage: jitterlab measure counters "
+        "[options] -- CMD [ARGS...]. See docs/counters.md.",
+    )
+    cnt.add_argument("-e", "--events", metavar="LIST", default=None,
+                     help="comma-separated perf events (default: cycles, instructions, the "
+                     "L1, LLC and TLB cache events)")
+    cnt.add_argument("--map", metavar="PERF=PAPI", action="append", default=[],
+                     help="name the perf event PERF as the PAPI counter PAPI (e.g. "
+                     "l2_rqsts.references=PAPI_L2_TCA); repeatable")
+    cnt.add_argument("--output", metavar="FILE", type=Path, default=None,
+                     help="also write the counts as CSV (PAPI names as header)")
+    cnt.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    cnt.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD",
+                     help="the command to measure, after --")
+    cnt.set_defaults(run=_measure_counters, parser=cnt)
+
+
+def _measure_counters(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from . import counters
+
+    command = list(args.command)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if not command:
+        parser.error("give the command to measure after --, e.g. jitterlab measure counters "
+                     "-- ./a.out")
+    names = {}
+    for pair in args.map:
+        perf_name, sep, papi_name = pair.partition("=")
+        if not sep or not perf_name or not papi_name:
+            parser.error(f"--map takes PERF=PAPI, got {pair!r}")
+        names[perf_name] = papi_name
+    events = counters.PERF_EVENTS if args.events is None else [
+        e for e in args.events.split(",") if e]
+    if not events:
+        parser.error("--events lists no event")
+    if args.output is not None:
+        _check_overwrite(parser, args.output, args.force)
+    problem = counters.perf_counters_problem()
+    if problem is not None:
+        return _error(parser, f"cannot count hardware events on this machine: {problem}. "
+                      "Nothing was run.")
+    try:
+        table, status = counters.measure_perf_stat(command, events, names=names, check=False)
+    except (RuntimeError, ValueError) as exc:
+        return _error(parser, str(exc))
+    if args.output is not None:
+        table.to_csv(args.output, index=False)
+    perf_names = table.attrs["perf_events"]
+    print(f"{table.attrs['command']} (exit status {status})")
+    rows = [(f"{column} ({perf_names.get(column, column)})" if perf_names.get(column, column)
+             != column else column, f"{table[column].iloc[0]:.6g}")
+            for column in table.columns if column not in table.attrs["labels"]]
+    _print_table(rows)
+    for event, why in table.attrs["unavailable"].items():
+        print(f"  {event}: not counted (perf reported it {why})")
+    try:
+        result = counters.metrics(table)
+    except ValueError as exc:
+        print(f"No metric of Holder & Carothers' equations 1-5: {exc}")
+    else:
+        names_of = [c for c in result.columns if c in counters.EQUATIONS]
+        _print_table([(f"{name} (eq. {result.attrs['equations'][name]})",
+                       f"{result[name].iloc[0]:.6g}") for name in names_of])
+        for name, lacking in result.attrs["missing"].items():
+            print(f"  {name}: needs {', '.join(lacking)}")
+    if args.output is not None:
+        print(f"Counts written to {args.output}")
+    return status
 
 
 #: environment variables in which MPI launchers give the rank of a process

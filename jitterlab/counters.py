@@ -61,7 +61,7 @@ __all__ = ["EQUATIONS", "PERF_TO_PAPI", "l1_miss_rate", "l2_miss_rate", "l2_data
 
 #: metric name -> (equation number, counters it needs, function name)
 EQUATIONS = {
-    "L1_MISS_RATE": (1, ("PAPI_L2_TCA", "PAPI_L1_DCA", "PAPI_L1_ICA"), "l1_miss_rate"),
+    "L1_MISS_RATE": (1, ("PAPI_L1_DCA", "PAPI_L1_ICA", "PAPI_L2_TCA"), "l1_miss_rate"),
     "L2_MISS_RATE": (2, ("PAPI_L2_TCM", "PAPI_L2_TCA"), "l2_miss_rate"),
     "L2_DATA_MISS_RATE": (3, ("PAPI_L2_DCH", "PAPI_L2_DCA"), "l2_data_miss_rate"),
     "L3_MISS_RATE": (4, ("PAPI_L3_TCM", "PAPI_L3_TCH"), "l3_miss_rate"),
@@ -403,18 +403,19 @@ def _counts(table: pd.DataFrame, metric: str) -> pd.DataFrame:
         if bad.any():
             row = bad.idxmax()
             raise ValueError(f"{column} is not a number in row {_row(table, row)}: "
-                             f"{values[row]!r} (equation {number}, {metric})")
+                             f"{_plain(values[row])!r} (equation {number}, {metric})")
         numeric = numeric.astype(np.float64)
         nonfinite = ~np.isfinite(numeric)
         if nonfinite.any():
             row = nonfinite.idxmax()
             raise ValueError(f"{column} is not finite in row {_row(table, row)}: "
-                             f"{numeric[row]!r} (equation {number}, {metric})")
+                             f"{_plain(numeric[row])!r} (equation {number}, {metric})")
         negative = numeric < 0
         if negative.any():
             row = negative.idxmax()
             raise ValueError(f"{column} is negative in row {_row(table, row)}: "
-                             f"{values[row]!r}; a count cannot be (equation {number}, {metric})")
+                             f"{_plain(values[row])!r}; a count cannot be (equation "
+                             f"{number}, {metric})")
         counts[column] = numeric
     return pd.DataFrame(counts, index=table.index)
 
@@ -436,8 +437,13 @@ def _row(table: pd.DataFrame, row) -> str:
     if label_columns is None:
         label_columns = [c for c in table.columns if not str(c).startswith("PAPI_")]
     label_columns = [c for c in label_columns if c in table.columns]
-    labels = ", ".join(f"{c}={table.at[row, c]!r}" for c in label_columns[:4])
-    return f"{row!r}" + (f" ({labels})" if labels else "")
+    labels = ", ".join(f"{c}={_plain(table.at[row, c])!r}" for c in label_columns[:4])
+    return f"{_plain(row)!r}" + (f" ({labels})" if labels else "")
+
+
+def _plain(value):
+    """A numpy scalar as the Python number it holds (for messages)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _unavailable_note(table: pd.DataFrame) -> str:
@@ -495,8 +501,15 @@ def read_perf_stat(path: str | Path, names: dict[str, str] | None = None) -> pd.
 
     Examples
     --------
+    >>> import pathlib, tempfile
     >>> from jitterlab.counters import read_perf_stat
-    >>> table = read_perf_stat("tests/data/perf_stat_basic.csv")  # doctest: +SKIP
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "perf.csv"
+    >>> _ = path.write_text("4000,,cycles,1000,100.00,,\\n"
+    ...                     "<not supported>,,L1-dcache-loads,0,100.00,,\\n"
+    ...                     "12,,dTLB-load-misses,1000,100.00,,\\n")
+    >>> table = read_perf_stat(path)
+    >>> table.columns.tolist(), table.attrs["unavailable"]
+    (['PAPI_TOT_CYC', 'PAPI_TLB_DM'], {'L1-dcache-loads': 'as <not supported>'})
     """
     path = Path(path)
     translate = {**PERF_TO_PAPI, **(names or {})}
@@ -578,8 +591,7 @@ def read_perf_stat(path: str | Path, names: dict[str, str] | None = None) -> pd.
         "running_percent": counted.groupby("column", sort=False)["running"].min().to_dict(),
         "variance_percent": counted.dropna(subset=["variance"]).groupby(
             "column", sort=False)["variance"].max().to_dict(),
-        "cpus_aggregated": ({} if "cpus_aggregated" not in counted else counted.dropna(
-            subset=["cpus_aggregated"]).groupby("column", sort=False)["cpus_aggregated"].max().astype(int).to_dict()),
+        "cpus_aggregated": _per_column(counted, "cpus_aggregated", int),
         "unavailable": unavailable,
         "path": str(path),
     }
@@ -622,6 +634,15 @@ def read_papi(path: str | Path) -> pd.DataFrame:
     ValueError
         If the file is in neither layout, or a value cannot be read (the message gives
         the line number).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from jitterlab.counters import read_papi
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "papi.txt"
+    >>> _ = path.write_text("PAPI_L3_TCM : \\t30 \\nPAPI_L3_TCH : \\t970 \\n---------\\n")
+    >>> read_papi(path).to_dict("records")
+    [{'run': 0, 'PAPI_L3_TCM': 30, 'PAPI_L3_TCH': 970}]
     """
     path = Path(path)
     text = path.read_text(encoding="utf-8")
@@ -673,6 +694,15 @@ def read_papi(path: str | Path) -> pd.DataFrame:
     table.attrs = {"labels": ["run"], "units": units, "unavailable": unavailable,
                    "path": str(path)}
     return table
+
+
+def _per_column(events: pd.DataFrame, field: str, kind) -> dict:
+    """The largest ``field`` of each column's event lines, where perf printed one."""
+    if field not in events:
+        return {}
+    present = events.dropna(subset=[field])
+    return {column: kind(value) for column, value in
+            present.groupby("column", sort=False)[field].max().items()}
 
 
 def _papi_value(token: str):
