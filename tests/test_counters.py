@@ -220,6 +220,16 @@ def test_read_perf_stat_real_per_socket_output():
     assert table.attrs["unavailable"] == {"cycles": "as <not supported>"}
 
 
+def test_read_perf_stat_real_interval_output():
+    # recorded on this project's VM: perf stat -I 100 on sleep 0.25, two intervals
+    table = counters.read_perf_stat(DATA / "perf_stat_interval.csv")
+    assert table.to_dict("records") == [
+        {"time": 0.100151554, "task-clock": 1.06, "page-faults": 77.0},
+        {"time": 0.252748748, "task-clock": 0.07, "page-faults": 0.0}]
+    assert table.attrs["labels"] == ["time"]
+    assert table.attrs["unavailable"] == {"cycles": "as <not supported>"}
+
+
 def test_read_perf_stat_intervals_and_cpus():
     table = counters.read_perf_stat(DATA / "perf_stat_interval_cpu.csv",
                                     names={"instructions": "PAPI_TLB_TL"})
