@@ -536,7 +536,7 @@ def read_perf_stat(path: str | Path, names: dict[str, str] | None = None) -> pd.
             raise ValueError(f"{path}, line {number}: not perf stat -x, output (expected "
                              f"count,unit,event,run time,percent[,...]): {line!r}")
         value, unit, event = fields[0], fields[1], fields[2]
-        if event == "" and value in ("", *_PERF_UNAVAILABLE) or (value == unit == event == ""):
+        if event == "" and value in ("", *_PERF_UNAVAILABLE):
             continue  # a further derived metric of the line above
         if not event or not _is_count(value):
             raise ValueError(f"{path}, line {number}: not perf stat -x, output (no event "
