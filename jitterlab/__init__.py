@@ -12,6 +12,7 @@ from . import (
     bench,
     characterize,
     correlated,
+    counters,
     datasets,
     estimate,
     io,
@@ -40,6 +41,6 @@ __all__ = [
     "Trace", "read_trace", "synthetic_trace", "coscheduled_trace", "jitsim_trace",
     "jitsim_coscheduled_trace", "simulate", "TreeBarrier", "Dissemination", "RecursiveDoubling",
     "io", "synthetic", "bench", "characterize", "validate", "datasets", "__version__",
-    "correlated", "Message", "apps", "estimate", "EventTrace", "read_events", "write_events",
-    "sweep",
+    "correlated", "counters", "Message", "apps", "estimate", "EventTrace", "read_events",
+    "write_events", "sweep",
 ]
