@@ -10,6 +10,7 @@ which the points finish. See ``docs/sweep.md``.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import itertools
 import logging
@@ -136,6 +137,8 @@ def _check_signature(func, names, fixed, pass_rng) -> bool:
 
 
 def _function_name(func) -> str:
+    if isinstance(func, functools.partial):
+        return f"functools.partial({_function_name(func.func)})"
     module = getattr(func, "__module__", None)
     name = getattr(func, "__qualname__", None) or type(func).__name__
     return f"{module}.{name}" if module else name
@@ -394,13 +397,17 @@ def sweep(func: Callable[..., xr.Dataset], grid: Mapping[str, Sequence], client=
         labels. Labels of one parameter must differ.
     **fixed
         Further keyword arguments passed unchanged to ``func`` at every point (on Dask they
-        are sent to the cluster once).
+        are sent to the cluster once). An argument named like one of ``sweep``'s own
+        (``progress`` of :func:`jitterlab.apps.wavefront_simulate`) goes in with
+        :func:`functools.partial` instead.
 
     Returns
     -------
     xarray.Dataset
         ``func``'s variables with the swept dimensions first, in the grid's order and with
-        the grid's values (or labels) as coordinates. Attributes that agree across points
+        the grid's values (or labels) as coordinates; points whose results have different
+        coordinates (16 ranks here, 64 there) are aligned on their union, NaN where a point
+        has no value. Attributes that agree across points
         are kept, others dropped; added are ``sweep_function``, ``sweep_points``,
         ``sweep_seed`` (when seeds are passed; a decimal string) and, if points failed,
         ``sweep_failed`` (one string per failed point: its parameters and exception).

@@ -4,6 +4,7 @@ The cluster is started once for the module (about two seconds). Every point is a
 jitterlab call, so the whole module runs in well under half a minute.
 """
 
+import functools
 import importlib
 import os
 import warnings
@@ -147,6 +148,22 @@ def test_rng_is_passed_through_kwargs_and_not_to_functions_without_it():
     assert "point_seed" not in plain.coords and "sweep_seed" not in plain.attrs
     np.testing.assert_array_equal(plain["total"], [[0.5, 0.25], [1.0, 0.5]])
     assert plain["n_as_int"].dtype == np.int64
+
+
+def test_partial_fixes_arguments_named_like_sweeps_own_and_shapes_are_aligned():
+    workloads = [jl.apps.Wavefront(4, 4, blocks=4, work=1e-4),
+                 jl.apps.Wavefront(8, 8, blocks=4, work=1e-4)]
+    func = functools.partial(jl.apps.wavefront_simulate, progress="in_order")
+    result = sweep(func, {"workload": workloads}, labels={"workload": ["4x4", "8x8"]}, rng=9,
+                   progress=False, noise=LAW)
+    assert result.attrs["sweep_function"] == (
+        "functools.partial(jitterlab.apps.wavefront.wavefront_simulate)")
+    assert result.sizes["rank"] == 64
+    small = result.sel(workload="4x4")
+    assert small["finish"].sel(rank=slice(16, None)).isnull().all()
+    direct = jl.apps.wavefront_simulate(workloads[0], noise=LAW, progress="in_order",
+                                        rng=int(small["point_seed"]))
+    np.testing.assert_array_equal(small["finish"].sel(rank=slice(0, 15)), direct["finish"])
 
 
 def test_client_local_starts_and_closes_its_own_cluster():
