@@ -44,7 +44,8 @@ def _prefetch_row(typingctx, table, row):
         array = context.make_array(array_type)(context, builder, args[0])
         zero = context.get_constant(types.intp, 0)
         pointer = cgutils.get_item_pointer(context, builder, array_type, array,
-                                           [args[1], zero], wraparound=False)
+                                           [context.cast(builder, args[1], sig.args[1], types.intp),
+                                            zero], wraparound=False)
         byte_pointer = ir.IntType(8).as_pointer()
         int32 = ir.IntType(32)
         function = cgutils.get_or_insert_function(
@@ -138,7 +139,7 @@ def _last_before(table, col, value, hint, top, strict):
     return _search(_address(table), col, value, hint, top, strict)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _advance_at(address, n_rows, x, cpu, hint, finish_hint):
     """:func:`advance` on the packed trace of ``n_rows`` rows at ``address``."""
     period = _at(address, n_rows, _START)
@@ -204,6 +205,8 @@ def run_without_barrier(table, offsets, work, phases, n_chunks, compute_out):
     chunk = (n_tasks + n_chunks - 1) // n_chunks
     maxima = np.zeros(n_chunks)
     keep = compute_out.shape[0] > 0
+    address = _address(table)
+    n_rows = table.shape[0] - 1
     elapsed = 0.0
     for phase in range(phases):
         for c in numba.prange(n_chunks):
@@ -213,8 +216,8 @@ def run_without_barrier(table, offsets, work, phases, n_chunks, compute_out):
             best = 0.0
             for task in range(lo, hi):
                 x = offsets[task] + elapsed
-                finish, hint, finish_hint = advance(table, x, work, hint,
-                                                    finish_hint)
+                finish, hint, finish_hint = _advance_at(address, n_rows, x, work, hint,
+                                                        finish_hint)
                 took = finish - x
                 if took > best:
                     best = took
@@ -243,13 +246,13 @@ def _trace_order(offsets, level_bounds, period, n_rows):
     A counting sort into about ``size / _BUCKET`` buckets of the trace per level;
     order inside a bucket is by task. Returns slot -> task.
     """
-    task_of = np.empty(offsets.size, dtype=np.int64)
+    task_of = np.empty(offsets.size, dtype=np.int32)
     for level in range(level_bounds.size - 1):
         lo, hi = level_bounds[level], level_bounds[level + 1]
         size = hi - lo
         n_buckets = max(1, min(size, n_rows) // _BUCKET)
         counts = np.zeros(n_buckets + 1, dtype=np.int64)
-        keys = np.empty(size, dtype=np.int64)
+        keys = np.empty(size, dtype=np.int32)
         scale = n_buckets / period
         for i in range(size):
             x = offsets[lo + i]
@@ -309,16 +312,18 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
     n_levels = level_bounds.size - 1
     address = _address(table)
     n_rows = table.shape[0] - 1
+    if max(n_tasks * fanout, n_rows) >= 2**31:
+        raise ValueError("the tree kernel indexes tasks and trace rows with 32-bit integers")
     task_of = _trace_order(offsets, level_bounds, table[n_rows, _START], n_rows)
-    slot_of = np.empty(n_tasks, dtype=np.int64)
+    slot_of = np.empty(n_tasks, dtype=np.int32)
     origin = np.empty(n_tasks)
     for slot in numba.prange(n_tasks):
         slot_of[task_of[slot]] = slot
         origin[slot] = offsets[task_of[slot]]
     # slots of the levels that can have children, and where each child's message lands
     n_parent_slots = level_bounds[n_levels - 1] if n_levels > 1 else 0
-    child_slot = np.empty(n_parent_slots * fanout, dtype=np.int64)
-    inbox = np.empty(n_tasks, dtype=np.int64)  # a child's place in its parent's arrivals
+    child_slot = np.empty(n_parent_slots * fanout, dtype=np.int32)
+    inbox = np.empty(n_tasks, dtype=np.int32)  # a child's place in its parent's arrivals
     for task in numba.prange(1, n_tasks):
         parent = (task - 1) // fanout
         place = slot_of[parent] * fanout + (task - 1 - fanout * parent)
@@ -329,9 +334,9 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
     # parent's message was sent), when its reduce part is done, the trace row it is
     # at, and how many rows its last compute spanned (to start the finish search)
     end = np.zeros(n_tasks)
-    hint = np.empty(n_tasks, dtype=np.int64)
+    hint = np.empty(n_tasks, dtype=np.int32)
     _start_rows(address, n_rows, origin, hint)
-    span = np.zeros(n_tasks, dtype=np.int64)
+    span = np.zeros(n_tasks, dtype=np.int32)
     now = np.empty(n_tasks)
     taken = np.empty(n_tasks, dtype=np.int64)
     phase_end = np.empty(phases)
@@ -418,7 +423,7 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
                             now[slot] = finish - start
                             hint[slot] = h
                             end[child_slot[slot * fanout + q]] = now[slot]  # parent's send
-                for slot in range(first, last):
+                for slot in range(first, last):  # the phase ends for the block's tasks
                     end[slot] = now[slot]
                     if keep:
                         end_out[phase, task_of[slot]] = now[slot]
