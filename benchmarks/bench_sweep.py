@@ -10,7 +10,8 @@ Prints, from one run on this machine:
   ratio measures what the cluster adds over one core, the second what a user gains over a
   plain serial sweep;
 * the time per point for a trivial function (a one-number Dataset), serial and on the
-  cluster: what the sweep machinery itself costs (task round trip, labelling, assembly);
+  cluster with one and with 50 points per task: what the sweep machinery itself costs (task
+  round trip, labelling, assembly);
 * the same points on two plain worker processes (a ``multiprocessing`` pool, no Dask): the
   speed-up two cores allow at that moment, to tell Dask's cost from other work on the machine;
 * each way is run ``--repeat`` times, interleaved, and the fastest run of each is compared;
@@ -143,6 +144,8 @@ def main(argv=None) -> None:
         _, t_trivial_serial = timed(lambda: sweep(trivial, trivial_grid, progress=False))
         _, t_trivial_dask = timed(lambda: sweep(trivial, trivial_grid, client=client,
                                                 progress=False))
+        _, t_trivial_batched = timed(lambda: sweep(trivial, trivial_grid, client=client,
+                                                   progress=False, points_per_task=50))
     finally:
         pool.close()
         pool.join()
@@ -175,7 +178,8 @@ def main(argv=None) -> None:
     n_trivial = len(trivial_grid["x"])
     print(f"per-point overhead ({n_trivial} trivial points): serial "
           f"{t_trivial_serial / n_trivial * 1e3:.2f} ms, cluster "
-          f"{t_trivial_dask / n_trivial * 1e3:.2f} ms")
+          f"{t_trivial_dask / n_trivial * 1e3:.2f} ms, cluster with 50 points per task "
+          f"{t_trivial_batched / n_trivial * 1e3:.2f} ms")
     print(f"load average after: {load()}")
 
 

@@ -85,6 +85,12 @@ def test_two_workers_give_the_serial_dataset_bit_for_bit(client, serial):
     assert np.isfinite(serial["slowdown"]).all()
 
 
+@pytest.mark.parametrize("points_per_task", [3, 8, 50])
+def test_several_points_per_task_give_the_same_dataset(client, serial, points_per_task):
+    xr.testing.assert_identical(serial, simulate_sweep(client=client,
+                                                       points_per_task=points_per_task))
+
+
 def test_montecarlo_max_of_n_on_two_workers_is_the_serial_one(client):
     grid = {"n": [1, 10, 1000], "replicates": [200, 400]}
     kwargs = {"dist_or_list": LAW, "method": "montecarlo", "rng": 7, "progress": False}
@@ -166,12 +172,21 @@ def test_partial_fixes_arguments_named_like_sweeps_own_and_shapes_are_aligned():
     np.testing.assert_array_equal(small["finish"].sel(rank=slice(0, 15)), direct["finish"])
 
 
-def test_client_local_starts_and_closes_its_own_cluster():
+def test_client_local_starts_and_closes_its_own_cluster(monkeypatch):
+    started = []
+
+    def small_cluster():  # one in-process worker: starts in a fraction of a second
+        cluster = local_cluster(n_workers=1, processes=False)
+        started.append(cluster)
+        return cluster
+
+    monkeypatch.setattr(sweep_module, "local_cluster", small_cluster)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # cluster start-up chatter, not under test
         result = sweep(constant, {"n": [1, 2, 3], "work": [2.0]}, client="local",
                        progress=False)
     np.testing.assert_array_equal(result["total"].values.ravel(), [2.0, 4.0, 6.0])
+    assert len(started) == 1 and started[0].status.name == "closed"
 
 
 # --------------------------------------------------------------------------- failures
@@ -201,6 +216,9 @@ def test_failures_on_the_cluster_are_the_serial_ones(client):
     with pytest.warns(SweepWarning, match="work=-1.0: ValueError: work must be finite"):
         distributed = sweep(jl.simulate, grid, client=client, **kwargs)
     xr.testing.assert_identical(serial, distributed)
+    with pytest.warns(SweepWarning, match="2 of 4 sweep points failed"):
+        batched = sweep(jl.simulate, grid, client=client, points_per_task=3, **kwargs)
+    xr.testing.assert_identical(serial, batched)
     assert serial["slowdown"].sel(work=-1.0).isnull().all()
     assert serial["slowdown"].sel(work=1e-4).notnull().all()
 
@@ -296,6 +314,8 @@ def returns_a_number(n):
     (jl.simulate, {"n": [[4, 8]]}, {"trace": TRACE, "work": 1e-4}, ValueError,
      "already has a dimension 'n'"),
     (jl.max_of_n, {"n": [1]}, {"client": 42}, TypeError, "client must be None"),
+    (jl.max_of_n, {"n": [1]}, {"points_per_task": 0}, ValueError, "points_per_task"),
+    (jl.max_of_n, {"n": [1]}, {"points_per_task": "2"}, TypeError, "points_per_task"),
 ])
 def test_bad_input_is_refused_clearly(func, grid, kwargs, error, match):
     kwargs = {"dist_or_list": LAW, **kwargs} if func is jl.max_of_n else kwargs
