@@ -236,7 +236,9 @@ def _nan_like(template: xr.Dataset, point_labels: dict) -> xr.Dataset:
 
 
 def _describe(point: dict) -> str:
-    return ", ".join(f"{name}={value!r}" for name, value in point.items())
+    """A point as ``name=label, ...`` (labels, since a value's repr may be a whole trace)."""
+    return ", ".join(f"{name}={value!r}" if isinstance(value, str) else f"{name}={value}"
+                     for name, value in point.items())
 
 
 def _progress_bar(total: int, enabled: bool):
@@ -514,22 +516,23 @@ def sweep(func: Callable[..., xr.Dataset], grid: Mapping[str, Sequence], client=
             warned.setdefault((category, message), []).append(index)
         if outcome.error is not None:
             failed.append(index)
-            logger.info("sweep point %s failed: %s", _describe(points[index]), outcome.error)
+            logger.info("sweep point %s failed: %s", _describe(point_labels[index]), outcome.error)
         else:
             labelled[index] = _label_result(outcome.result, point_labels[index], func)
     for (category, message), where in warned.items():
-        first = _describe(points[where[0]])
+        first = _describe(point_labels[where[0]])
         warnings.warn(f"{message} [at {len(where)} of {len(points)} sweep points, first at "
                       f"{first}]", category, stacklevel=2)
     if len(failed) == len(points):
-        details = "; ".join(f"{_describe(points[i])}: {outcomes[i].error}" for i in failed[:5])
+        details = "; ".join(f"{_describe(point_labels[i])}: {outcomes[i].error}"
+                            for i in failed[:5])
         raise ValueError(f"all {len(points)} points of the sweep failed ({details})")
     if failed:
         template = next(ds for ds in labelled if ds is not None)
         template = template.isel({name: [0] for name in names})
         for index in failed:
             labelled[index] = _nan_like(template, point_labels[index])
-        listing = "\n".join(f"  {_describe(points[i])}: {outcomes[i].error}" for i in failed)
+        listing = "\n".join(f"  {_describe(point_labels[i])}: {outcomes[i].error}" for i in failed)
         warnings.warn(f"{len(failed)} of {len(points)} sweep points failed and are NaN in "
                       f"the result (attribute sweep_failed):\n{listing}", SweepWarning,
                       stacklevel=2)
@@ -552,6 +555,6 @@ def sweep(func: Callable[..., xr.Dataset], grid: Mapping[str, Sequence], client=
     if pass_rng:
         result.attrs["sweep_seed"] = str(entropy)
     if failed:
-        result.attrs["sweep_failed"] = [f"{_describe(points[i])}: {outcomes[i].error}"
+        result.attrs["sweep_failed"] = [f"{_describe(point_labels[i])}: {outcomes[i].error}"
                                         for i in failed]
     return result

@@ -223,6 +223,14 @@ def test_failures_on_the_cluster_are_the_serial_ones(client):
     assert serial["slowdown"].sel(work=1e-4).notnull().all()
 
 
+def test_failed_points_are_named_by_their_labels():
+    grid = {"work": [-1.0, 1e-4], "barrier": BARRIERS}
+    with pytest.warns(SweepWarning, match=r"work=-1.0, barrier='tree': ValueError"):
+        result = sweep(jl.simulate, grid, labels={"barrier": ["flat", "tree"]}, rng=3,
+                       progress=False, trace=TRACE, n=16)
+    assert result.attrs["sweep_failed"][0].startswith("work=-1.0, barrier='flat': ValueError")
+
+
 def test_all_points_failing_is_an_error():
     with pytest.raises(ValueError, match="all 2 points of the sweep failed.*odd k=1"):
         sweep(fails_on_odd, {"k": [1, 3], "work": [1.0]}, progress=False)
