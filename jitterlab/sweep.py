@@ -425,9 +425,10 @@ def sweep(func: Callable[..., xr.Dataset], grid: Mapping[str, Sequence], client=
         ``func``'s variables with the swept dimensions first, in the grid's order and with
         the grid's values (or labels) as coordinates; points whose results have different
         coordinates (16 ranks here, 64 there) are aligned on their union, NaN where a point
-        has no value. Attributes that agree wherever present are kept, others dropped; added are ``sweep_function``, ``sweep_points``,
-        ``sweep_seed`` (when seeds are passed; a decimal string) and, if points failed,
-        ``sweep_failed`` (one string per failed point: its parameters and exception).
+        has no value. Attributes that agree wherever present are kept, others dropped;
+        added are ``sweep_function``, ``sweep_points``, ``sweep_seed`` (when seeds are
+        passed; a decimal string) and, if points failed, ``sweep_failed`` (one string per
+        failed point: its parameters and exception).
 
     Raises
     ------
