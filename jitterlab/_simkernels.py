@@ -303,7 +303,11 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
     Each level is walked in the order of its tasks' start in the trace (all tasks
     advance by about the same time per phase, so that order holds): the trace is read
     nearly sequentially, and the per-task state is stored in that order (a "slot" per
-    task); messages are written into the receiver's slot.
+    task); messages are written into the receiver's slot. Within a block of ``_BLOCK``
+    slots the kernel takes one operation of every task before the next (compute, each
+    receive, send), so that the CPU overlaps the tasks' chains of dependent arithmetic.
+    Every task performs the same operations on the same numbers as in index order, so
+    the results do not depend on this order, nor on the number of threads.
 
     Returns the time at which the last task ends each phase [trace unit]; fills
     ``compute_out[phase, task]`` and ``end_out[phase, task]`` when they are not empty.
@@ -331,8 +335,9 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
         inbox[slot_of[task]] = place
     arrivals = np.empty(n_parent_slots * fanout)
     # per slot: when it ends the phase (the broadcast reuses it for the time its
-    # parent's message was sent), when its reduce part is done, the trace row it is
-    # at, and how many rows its last compute spanned (to start the finish search)
+    # parent's message was sent), the trace row it is at, how many rows its last
+    # compute spanned (to start the finish search), its clock within the phase, and
+    # which children's messages it has received
     end = np.zeros(n_tasks)
     hint = np.empty(n_tasks, dtype=np.int32)
     _start_rows(address, n_rows, origin, hint)
