@@ -30,7 +30,7 @@ import pandas as pd
 from ._checks import check_positive
 
 __all__ = ["DATA_DIR", "PAPER_VALUE_COLUMNS", "MEASUREMENT_COLUMNS", "RECORD_COMMAND",
-           "DETOUR_VARIANTS", "PB_VARIANTS",
+           "MEASUREMENT_KINDS", "DETOUR_VARIANTS", "PB_VARIANTS",
            "load_paper_values", "load_paper_table", "list_measurements", "measurement_path",
            "load_detour", "load_fwq", "load_pb", "load_latency"]
 
@@ -54,6 +54,10 @@ MEASUREMENT_COLUMNS = ("file", "kind", "variant", "cpu", "ranks", "work", "thres
                        "duration", "quick", "oversubscribed", "collected_at", "host",
                        "cpu_model", "n_cpus", "kernel", "load_before", "load_after", "bytes",
                        "sha256", "command", "description")
+
+#: kinds of the shipped measurements: jitterlab's own benchmarks, and ROSS's PHOLD model
+#: run on the same machine (issue #12, a table of parsed runs)
+MEASUREMENT_KINDS = ("detour", "fwq", "pb", "latency", "ross_phold")
 
 #: variants of the shipped detour traces and Parallel Benchmark runs
 DETOUR_VARIANTS = ("fixed_threshold", "default_threshold", "session")
@@ -210,9 +214,10 @@ def list_measurements() -> pd.DataFrame:
     -------
     pandas.DataFrame
         Indexed by ``file`` (the name inside ``data/measured/``), with the columns of
-        :data:`MEASUREMENT_COLUMNS`: ``kind`` (``"detour"``, ``"fwq"``, ``"pb"`` or
-        ``"latency"``), ``variant`` (one of :data:`DETOUR_VARIANTS` for detour traces,
-        of :data:`PB_VARIANTS` for PB runs, ``"default"`` for latency runs), ``cpu``
+        :data:`MEASUREMENT_COLUMNS`: ``kind`` (one of :data:`MEASUREMENT_KINDS`:
+        ``"detour"``, ``"fwq"``, ``"pb"``, ``"latency"``, ``"ross_phold"``), ``variant``
+        (one of :data:`DETOUR_VARIANTS` for detour traces, of :data:`PB_VARIANTS` for PB
+        runs, ``"default"`` for latency runs and the ROSS PHOLD table), ``cpu``
         (detour and FWQ), ``ranks`` (PB and latency), ``work`` [s] (FWQ and PB),
         ``threshold`` [s] (detour), ``duration`` (requested) [s], ``quick`` (recorded
         with ``--quick``: a few seconds, for development only), ``oversubscribed``
