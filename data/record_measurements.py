@@ -576,10 +576,16 @@ def read_manifest(output: Path) -> dict | None:
     return manifest
 
 
+def _order(entry: dict) -> tuple:
+    """Sort key: this script's kinds first, then kinds recorded by other means."""
+    kind, variant = entry["kind"], entry.get("variant")
+    return (KINDS.index(kind) if kind in KINDS else len(KINDS), kind, entry.get("cpu") or 0,
+            VARIANTS.index(variant) if variant in VARIANTS else len(VARIANTS),
+            entry.get("ranks") or 0, entry.get("work") or 0.0)
+
+
 def write_manifest(output: Path, manifest: dict) -> None:
-    manifest["files"].sort(key=lambda e: (KINDS.index(e["kind"]), e.get("cpu") or 0,
-                                          VARIANTS.index(e.get("variant")),
-                                          e.get("ranks") or 0, e.get("work") or 0.0))
+    manifest["files"].sort(key=_order)
     manifest["updated_at"] = utc_now()
     manifest["quick"] = any(e.get("quick") for e in manifest["files"])
     text = json.dumps(plain(manifest), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
@@ -694,12 +700,17 @@ def provenance_markdown(manifest: dict) -> str:
                     f"{_seconds(s.get('barrier_time'))} ± "
                     f"{_seconds(s.get('barrier_time_se'))}"
                     + ("; oversubscribed" if s.get("oversubscribed") else ""))
+        elif entry["kind"] not in KINDS:  # recorded by other means: its own words
+            text = entry.get("summary_text") or entry["description"]
         else:
             means = ", ".join(_seconds(v) for v in s.get("mean_iteration") or [])
             text = (f"{s.get('ranks')} ranks, {s.get('iterations')} iterations (raw samples "
                     f"kept per rank: {s.get('samples_per_rank')}), mean iteration time per "
                     f"rank: {means}")
         lines.append(f"* `{entry['file']}`: {text}.")
+    for entry in manifest["files"]:  # measurements recorded by other means keep their story
+        if entry.get("provenance_section"):
+            lines += ["", entry["provenance_section"].rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 
@@ -861,9 +872,12 @@ def main(argv=None) -> int:
         write_manifest(output, manifest)
         print(f"    -> {path.stat().st_size} bytes, {entry['wall_seconds']} s", flush=True)
     if not partial:
-        # a full recording replaces everything: drop what it did not record again
-        old += [e for e in manifest["files"] if _key(e) not in recorded]
-        manifest["files"] = [e for e in manifest["files"] if _key(e) in recorded]
+        # a full recording replaces everything it records: drop what it did not record
+        # again, but keep measurements of kinds it never records (made by other means)
+        dropped = [e for e in manifest["files"]
+                   if _key(e) not in recorded and e["kind"] in KINDS]
+        old += dropped
+        manifest["files"] = [e for e in manifest["files"] if e not in dropped]
         write_manifest(output, manifest)
     kept = {e["file"] for e in manifest["files"]}
     for entry in old:

@@ -451,3 +451,21 @@ def test_sysjitter_back_to_back_table_and_its_provenance_record():
     assert (np.diff(counts, axis=1) <= 0).all()  # fewer detours above each longer length
     assert (table["noise_s"] < table["duration_s"]).all()
     assert ((table["max_detour_s"] > 1e-3) == (table["detours_above_1ms"] > 0)).all()
+
+
+def test_record_script_keeps_measurements_it_does_not_record(script, tmp_path):
+    # the ROSS runs were recorded by hand: the script's manifest and PROVENANCE.md must
+    # keep their entry and their section when it rewrites them
+    shipped = json.loads((datasets.DATA_DIR / "measured" / "manifest.json").read_text())
+    script.write_manifest(tmp_path, shipped)
+    kept = json.loads((tmp_path / "manifest.json").read_text())
+    assert [e["kind"] for e in kept["files"]] == [e["kind"] for e in shipped["files"]]
+    assert kept["files"][-1]["kind"] == "ross_phold"
+    provenance = (tmp_path / "PROVENANCE.md").read_text()
+    assert "## ROSS PHOLD runs" in provenance
+    shipped_text = (datasets.DATA_DIR / "measured" / "PROVENANCE.md").read_text()
+
+    def without_date(text):
+        return [line for line in text.splitlines() if "Last update" not in line]
+
+    assert without_date(provenance) == without_date(shipped_text)
