@@ -5,10 +5,11 @@ Prints, from one run on this machine:
 * the wall time of a 64-point grid of ``jl.simulate`` runs (N × work × tree fanout × start ×
   phases, 0.05-0.5 s each) evaluated serially and on ``local_cluster(2)`` (two worker
   processes, one thread each, numba limited to one thread per worker), and their ratio. The
-  serial run is timed twice: with numba on one thread, as each worker runs, and with numba's
-  default thread count, since ``jl.simulate``'s kernels are themselves parallel; the first
-  ratio measures what the cluster adds over one core, the second what a user gains over a
-  plain serial sweep;
+  serial run has numba on one thread, as each worker runs: the ratio measures what the
+  cluster adds over one core. With ``--numba-threads`` the serial run is also timed with
+  numba's default thread count (``jl.simulate``'s kernels are themselves parallel): what a
+  user gains over a plain serial sweep (on a busy machine numba's threads oversubscribe the
+  cores and that run can take minutes);
 * the time per point for a trivial function (a one-number Dataset), serial and on the
   cluster with one and with 50 points per task: what the sweep machinery itself costs (task
   round trip, labelling, assembly);
@@ -19,7 +20,7 @@ Prints, from one run on this machine:
   after, since the two cores may be shared with other work.
 
 Goal: ratio >= 1.7 for serial (one numba thread) / LocalCluster(2 workers).
-Run: ``python benchmarks/bench_sweep.py [--quick]``.
+Run: ``python benchmarks/bench_sweep.py [--quick] [--repeat N] [--numba-threads]``.
 """
 
 from __future__ import annotations
@@ -85,6 +86,9 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="16 points instead of 64 (CI)")
     parser.add_argument("--repeat", type=int, default=3, help="interleaved runs of each way")
+    parser.add_argument("--numba-threads", action="store_true",
+                        help="also time the serial sweep with numba's default thread count "
+                             "(on a busy machine it can take minutes)")
     args = parser.parse_args(argv)
     from distributed import Client
 
@@ -135,9 +139,10 @@ def main(argv=None) -> None:
             times["plain"].append(seconds)
             # the sweep's points are the direct calls with their recorded seeds
             assert slowdowns == reference["slowdown"].values.ravel().tolist()
-            result, seconds = timed(lambda: sweep(jl.simulate, grid, **fixed))
-            times["serial"].append(seconds)
-            xr.testing.assert_identical(reference, result)
+            if args.numba_threads:
+                result, seconds = timed(lambda: sweep(jl.simulate, grid, **fixed))
+                times["serial"].append(seconds)
+                xr.testing.assert_identical(reference, result)
 
         trivial_grid = {"x": list(range(200 if args.quick else 500))}
         sweep(trivial, {"x": [0]}, client=client, progress=False)
@@ -154,7 +159,7 @@ def main(argv=None) -> None:
             client.close()
             cluster.close()
 
-    best = {way: min(values) for way, values in times.items()}
+    best = {way: min(values) for way, values in times.items() if values}
 
     def line(label, way):
         runs = " ".join(f"{t:.2f}" for t in times[way])
@@ -162,7 +167,8 @@ def main(argv=None) -> None:
 
     print(f"wall time of the {n_points} points, {args.repeat} interleaved runs each:")
     line("serial, numba 1 thread", "serial1")
-    line(f"serial, numba {default_threads} threads (its default)", "serial")
+    if args.numba_threads:
+        line(f"serial, numba {default_threads} threads (its default)", "serial")
     line(f"LocalCluster, 2 workers x 1 thread (numba threads {sorted(set(threads.values()))})",
          "cluster")
     line("2 plain processes (multiprocessing, no Dask)", "plain")
@@ -172,8 +178,9 @@ def main(argv=None) -> None:
           f"  (goal >= 1.7)")
     print(f"ratio serial (1 thread) / plain processes: {best['serial1'] / best['plain']:5.2f}"
           f"  (what two cores gave during this run)")
-    print(f"ratio serial ({default_threads} threads) / cluster:        "
-          f"{best['serial'] / best['cluster']:5.2f}")
+    if args.numba_threads:
+        print(f"ratio serial ({default_threads} threads) / cluster:        "
+              f"{best['serial'] / best['cluster']:5.2f}")
     print("identical Datasets serial / cluster / plain processes: yes")
     n_trivial = len(trivial_grid["x"])
     print(f"per-point overhead ({n_trivial} trivial points): serial "
