@@ -32,7 +32,7 @@ from ._checks import check_positive
 __all__ = ["DATA_DIR", "PAPER_VALUE_COLUMNS", "MEASUREMENT_COLUMNS", "RECORD_COMMAND",
            "MEASUREMENT_KINDS", "DETOUR_VARIANTS", "PB_VARIANTS",
            "load_paper_values", "load_paper_table", "list_measurements", "measurement_path",
-           "load_detour", "load_fwq", "load_pb", "load_latency"]
+           "load_detour", "load_fwq", "load_pb", "load_latency", "load_ross_phold"]
 
 #: the ``data/`` folder of a source checkout: the package's parent directory + ``data``
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
@@ -493,3 +493,29 @@ def load_latency(ranks: int = 2):
 
     entry = _select("latency", "latency run", ranks=int(ranks))
     return read_latency(measurement_path(entry))
+
+
+def load_ross_phold() -> pd.DataFrame:
+    """The shipped ROSS PHOLD runs of this machine (issue #12; seed 004's benchmark).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per run: configuration (``pes``, ``synch``, ``remote_percent``,
+        ``gvt_interval``, ``batch``, ``nlp``, ``noise``, ``oversubscribed``, ...), ROSS's
+        statistics (``committed_events``, ``event_rate_per_s``, ``efficiency_percent``,
+        ``rollbacks``, ``gvt_computations``, ``running_time_s``, ...), the CPU time of
+        ROSS, of the injected noise and of other processes during the run [s], and the
+        exact ``command``. ``attrs["provenance"]`` is its manifest entry.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the runs are not shipped.
+    ValueError
+        If the checksum differs.
+    """
+    entry = _select("ross_phold", "ROSS PHOLD table")
+    table = pd.read_csv(measurement_path(entry))
+    table.attrs["provenance"] = entry
+    return table

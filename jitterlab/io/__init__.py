@@ -12,7 +12,8 @@
   :func:`jitterlab.bench.read_detour`.
 
 Measurements that are not traces have their own readers: the sysjitter summary
-(:func:`read_sysjitter_summary`, a pandas Series), FTQ output (:func:`read_ftq`, an
+(:func:`read_sysjitter_summary`, a pandas Series), ROSS's end-of-run statistics
+(:func:`read_ross_summary`, a pandas Series), FTQ output (:func:`read_ftq`, an
 :class:`~jitterlab.io.ftq.FTQMeasurement` with the noise per quantum) and FWQ output
 (:func:`read_fwq`, the empirical law of w + δ). ``read_trace`` given one of them
 (``format="ftq"`` or ``"fwq"``, a file named ``ftq_*``/``fwq_*``, FTQ's header or a
@@ -43,10 +44,12 @@ from . import _common, ftq, fwq, native, sysjitter
 from ._common import NotATraceError, strip_gz
 from .ftq import FTQMeasurement, read_ftq
 from .fwq import read_fwq
+from .ross import read_summary as read_ross_summary
 from .sysjitter import read_summary as read_sysjitter_summary
 
 __all__ = ["read_trace", "FORMATS", "EXTENSIONS", "NOT_TRACES", "NotATraceError",
-           "read_sysjitter_summary", "read_ftq", "FTQMeasurement", "read_fwq"]
+           "read_sysjitter_summary", "read_ftq", "FTQMeasurement", "read_fwq",
+           "read_ross_summary"]
 
 #: format name -> module of this package that reads it
 FORMATS: dict[str, str] = {
