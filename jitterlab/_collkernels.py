@@ -32,31 +32,27 @@ def round_count(kind, n):
         while (1 << rounds) < n:
             rounds += 1
         return rounds
-    power = 1
-    doublings = 0
-    while power * 2 <= n:
-        power *= 2
-        doublings += 1
+    power, doublings = _power_below(n)
     return doublings + (2 if power < n else 0)
 
 
 @numba.njit(cache=True)
-def partner(kind, n, k, task):
-    """(task it sends to, task it receives from) in round k; −1 for none.
-
-    Dissemination: to (task + 2^k) mod n, from (task − 2^k) mod n. Recursive doubling
-    with P the largest power of two <= n: if P < n, round 0 folds each task P + e into
-    task e (it sends, e receives) and the last round sends the result back; the rounds
-    between pair task r < P with r XOR 2^j.
-    """
-    if kind == DISSEMINATION:
-        step = 1 << k
-        return (task + step) % n, (task - step) % n
+def _power_below(n):
+    """(P, log2 P) for P the largest power of two <= n."""
     power = 1
     doublings = 0
     while power * 2 <= n:
         power *= 2
         doublings += 1
+    return power, doublings
+
+
+@numba.njit(cache=True, inline="always")
+def _partner(kind, n, power, doublings, k, task):
+    """:func:`partner` with P and log2 P computed once by the caller."""
+    if kind == DISSEMINATION:
+        step = 1 << k
+        return (task + step) % n, (task - step) % n
     extra = n - power
     if extra > 0:
         if k == 0:  # fold in: task power + e sends to task e
@@ -72,6 +68,19 @@ def partner(kind, n, k, task):
         return -1, -1
     other = task ^ (1 << k)
     return other, other
+
+
+@numba.njit(cache=True)
+def partner(kind, n, k, task):
+    """(task it sends to, task it receives from) in round k; −1 for none.
+
+    Dissemination: to (task + 2^k) mod n, from (task − 2^k) mod n. Recursive doubling
+    with P the largest power of two <= n: if P < n, round 0 folds each task P + e into
+    task e (it sends, e receives) and the last round sends the result back; the rounds
+    between pair task r < P with r XOR 2^j.
+    """
+    power, doublings = _power_below(n)
+    return _partner(kind, n, power, doublings, k, task)
 
 
 @numba.njit(cache=True, inline="always")
@@ -92,6 +101,7 @@ def run_rounds(table, offsets, work, phases, kind, send, recv, wire, compute_out
     """
     n_tasks = offsets.size
     n_rounds = round_count(kind, n_tasks)
+    power, doublings = _power_below(n_tasks)
     trace_mode = table.shape[0] > 1
     state = np.zeros((n_tasks, 8))
     state[:, _NEXT] = -np.inf
@@ -109,7 +119,7 @@ def run_rounds(table, offsets, work, phases, kind, send, recv, wire, compute_out
             state[task, _CLOCK] = end
         for k in range(n_rounds):
             for task in range(n_tasks):  # every send of the round
-                target = partner(kind, n_tasks, k, task)[0]
+                target = _partner(kind, n_tasks, power, doublings, k, task)[0]
                 if target < 0:
                     continue
                 t = state[task, _CLOCK]
@@ -119,7 +129,7 @@ def run_rounds(table, offsets, work, phases, kind, send, recv, wire, compute_out
                 state[task, _CLOCK] = end
                 arrival[target] = end + wire
             for task in range(n_tasks):  # then every receive
-                if partner(kind, n_tasks, k, task)[1] < 0:
+                if _partner(kind, n_tasks, power, doublings, k, task)[1] < 0:
                     continue
                 t = max(state[task, _CLOCK], arrival[task])
                 end = _cpu_time(trace_mode, state, task, t, recv, table, offsets)
