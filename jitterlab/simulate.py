@@ -99,6 +99,13 @@ class TreeBarrier:
         """
         return self.latency + 0.5 * (self.fanout + 1) * (self.send + self.recv)
 
+    def noiseless_time(self, n: int) -> float:
+        """Time of the barrier entered by all n tasks at once, without noise: 2τ·D, with D
+        the depth of the complete tree (:func:`jitterlab.tree_depth`). [s]"""
+        from .bounds import tree_depth
+
+        return 2.0 * self.tau * int(tree_depth(n, self.fanout))
+
     def describe(self) -> str:
         fields = {k: v for k, v in asdict(self).items() if k != "message" and v is not None}
         inner = ", ".join(f"{k}={v}" for k, v in fields.items())

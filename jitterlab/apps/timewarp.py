@@ -19,7 +19,7 @@ import xarray as xr
 from .._checks import check_integer, check_positive
 from .._provenance import provenance_attrs
 from .._random import RngLike
-from ..bounds import theorem1_bounds, tree_depth
+from ..bounds import theorem1_bounds
 from ..collectives import Dissemination, RecursiveDoubling
 from ..message import Message
 from ..noise import NoiseModel
@@ -166,7 +166,7 @@ def timewarp_predict(model: TimeWarp, n, noise=None, phases: int = 50,
     barrier = model.barrier()
     work = model.epoch_work
     committed = model.efficiency * model.events_per_epoch
-    collective = np.array([_noiseless_collective(barrier, int(count)) for count in counts])
+    collective = np.array([barrier.noiseless_time(int(count)) for count in counts])
     epoch = work + collective
     single = committed / work
     data = {
@@ -203,10 +203,3 @@ def timewarp_predict(model: TimeWarp, n, noise=None, phases: int = 50,
     data["parallel_efficiency"] = ("n", rate / (counts * single),
                                    {"units": "1", "long_name": "rate / (N × one PE's rate)"})
     return xr.Dataset(data, coords={"n": ("n", counts, {"long_name": "PEs"})}, attrs=attrs)
-
-
-def _noiseless_collective(barrier, n: int) -> float:
-    """Time of the collective entered by all n PEs at once, without noise [s]."""
-    if isinstance(barrier, TreeBarrier):
-        return 2.0 * barrier.tau * int(tree_depth(n))
-    return barrier.noiseless_time(n)
