@@ -1,0 +1,102 @@
+"""Sphinx configuration of the jitterlab documentation site.
+
+Build the site with ``jitterlab docs`` (:mod:`jitterlab.docs_site`), not with a bare
+``sphinx-build docs``: the command first copies these pages into a staging folder together
+with the notebooks (the executed copies written by ``jitterlab reproduce`` when they exist)
+and a generated ``notebooks/index.md``, which ``index.md`` lists in its table of contents.
+Everything here works offline: no intersphinx inventories, no remote assets.
+"""
+
+from __future__ import annotations
+
+import re
+
+import jitterlab
+
+project = "jitterlab"
+author = "the jitterlab developers"
+copyright = "the jitterlab developers, BSD-3-Clause"  # noqa: A001 - Sphinx's option name
+release = jitterlab.__version__
+version = release
+
+extensions = [
+    "myst_nb",  # Markdown pages (MyST) and notebooks; includes myst_parser
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.mathjax",
+    "numpydoc",
+]
+
+templates_path = ["_templates"]
+html_static_path = ["_static"]
+exclude_patterns = ["_build", "**/.ipynb_checkpoints", "Thumbs.db", ".DS_Store"]
+root_doc = "index"
+
+# --- pages and notebooks (myst-nb) -------------------------------------------------------------
+myst_enable_extensions = ["colon_fence", "dollarmath"]
+myst_heading_anchors = 3
+# Notebooks are never run by Sphinx: the outputs are those of `jitterlab reproduce` (or none).
+nb_execution_mode = "off"
+# Progress bars write to stderr; keep them on the page, as in JupyterLab.
+nb_output_stderr = "show"
+# The notebooks' plain-text repr of an xarray object is preferred to its HTML repr (which
+# embeds random ids and inline CSS); figures keep their PNG.
+nb_mime_priority_overrides = [
+    ("html", "application/vnd.jupyter.widget-view+json", None),
+]
+
+# --- API reference (autosummary + numpydoc) ----------------------------------------------------
+autosummary_generate = True
+autosummary_imported_members = True
+autosummary_ignore_module_all = False  # a module page lists exactly the module's __all__
+autodoc_typehints = "none"  # the numpydoc "Parameters" sections carry the types and units
+numpydoc_show_class_members = False  # the class template lists the members itself
+numpydoc_class_members_toctree = False
+numpydoc_xref_param_type = False
+numpydoc_validation_checks: set[str] = set()
+
+nitpicky = False
+
+suppress_warnings = [
+    # numpydoc turns each "References" section into citations with unique labels; the module
+    # docstrings list their papers there without citing them in the text ([1]_), which is
+    # the house style (STYLE.md), so Sphinx would call every such citation unreferenced.
+    "ref.citation",
+]
+
+# Some docstrings write absolute values in prose, |r| or |Σ w_j exp(2πi f s_j)|, which
+# reStructuredText reads as substitution references ("Undefined substitution referenced").
+# The package defines no substitutions, so such a pair of bars in running text is escaped
+# before numpydoc and docutils see it. Doctest lines, line blocks and table rows ("| ", "+-")
+# are left alone, and so are inline literals and bars next to a backtick (roles).
+_ABSOLUTE_VALUE = re.compile(r"(?<![\\`|])\|(?=[^\s|])([^|`\n]*?[^\s|\\])\|(?![`_|])")
+
+_INLINE_LITERAL = re.compile(r"(``.+?``)")
+
+
+def _escape_absolute_values(app, what, name, obj, options, lines):
+    for i, line in enumerate(lines):
+        text = line.lstrip()
+        if text.startswith((">>>", "...", "| ", "+-", "+=")):
+            continue
+        parts = _INLINE_LITERAL.split(line)  # odd items are ``literals``: kept as they are
+        parts[::2] = [_ABSOLUTE_VALUE.sub(r"\\|\1\\|", part) for part in parts[::2]]
+        lines[i] = "".join(parts)
+
+
+# --- HTML ---------------------------------------------------------------------------------------
+html_theme = "pydata_sphinx_theme"
+html_title = f"jitterlab {release}"
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+    "use_edit_page_button": False,
+    # no icon links, analytics or version switcher: the site must build and read offline
+}
+html_last_updated_fmt = None
+html_show_sourcelink = True
+
+
+def setup(app):
+    # priority below numpydoc's (500), so the docstring is escaped before numpydoc parses it
+    app.connect("autodoc-process-docstring", _escape_absolute_values, priority=400)
