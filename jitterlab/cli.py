@@ -1,5 +1,5 @@
-"""Command line: ``jitterlab reproduce``, ``jitterlab measure``, ``jitterlab info`` and
-``jitterlab --version``.
+"""Command line: ``jitterlab reproduce``, ``jitterlab measure``, ``jitterlab info``,
+``jitterlab docs`` and ``jitterlab --version``.
 
 The work is done in :mod:`jitterlab.reproduce` and :mod:`jitterlab.bench`; this module only
 parses arguments and prints. Jupyter packages are imported only when a command needs them.
@@ -71,6 +71,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     _add_measure_parsers(commands)
     _add_info_parser(commands)
+    _add_docs_parser(commands)
     return parser
 
 
@@ -783,6 +784,61 @@ def _print_pb_info(path: Path, dataset) -> None:
 def _print_latency_info(path: Path, dataset) -> None:
     _print_latency_summary(path, dataset)
     _print_attrs(dataset.attrs)
+
+
+# --------------------------------------------------------------------------------------
+# jitterlab docs
+# --------------------------------------------------------------------------------------
+def _add_docs_parser(commands) -> None:
+    docs = commands.add_parser(
+        "docs",
+        help="build the documentation site (HTML) from docs/, the docstrings and the notebooks",
+        description="Build the HTML documentation site with Sphinx: the pages of docs/, an API "
+        "reference from the docstrings and one page per notebook. Notebooks are not run: a "
+        "notebook is shown with the outputs of its executed copy from `jitterlab reproduce` "
+        "(REPORTS/notebooks/NAME.ipynb) when that copy has the notebook's current code, and as "
+        "committed otherwise, with a note on its page. Needs the docs extra "
+        "(pip install 'jitterlab[docs]').",
+    )
+    docs.add_argument("-o", "--output", metavar="DIR", type=Path, default=None,
+                      help="folder of the HTML site (default: docs/_build/html)")
+    docs.add_argument("--open", action="store_true",
+                      help="open the front page in a web browser when the build is done")
+    docs.add_argument("--reports", metavar="DIR", type=Path, default=Path("reports"),
+                      help="output folder of `jitterlab reproduce` (default: ./reports)")
+    docs.add_argument("--notebooks", metavar="DIR", type=Path, default=None,
+                      help="folder of notebooks (default: as for `jitterlab reproduce`)")
+    docs.add_argument("-W", "--warnings-as-errors", action="store_true",
+                      help="fail on any Sphinx warning, as the tests do")
+    docs.add_argument("-v", "--verbose", action="store_true",
+                      help="print Sphinx's progress, not only its warnings")
+    docs.set_defaults(run=_docs, parser=docs)
+
+
+def _docs(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from .docs_site import DocsBuildError, build
+
+    try:
+        site = build(args.output, notebooks_dir=args.notebooks, reports_dir=args.reports,
+                     warnings_as_errors=args.warnings_as_errors, verbose=args.verbose)
+    except ImportError as exc:
+        print(f"jitterlab docs: {exc}", file=sys.stderr)
+        return 1
+    except FileNotFoundError as exc:
+        parser.error(str(exc))
+    except DocsBuildError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    if site.log.strip():
+        print(site.log.rstrip(), file=sys.stderr)
+    shown = sum(page.state in ("executed", "failed") for page in site.notebooks)
+    print(f"Site written to {site.index} in {site.seconds:.0f} s; {shown} of "
+          f"{_count(len(site.notebooks))} with outputs from {args.reports}.")
+    if args.open:
+        import webbrowser
+
+        webbrowser.open(site.index.resolve().as_uri())
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover
