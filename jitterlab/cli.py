@@ -158,6 +158,7 @@ def _add_measure_parsers(commands) -> None:
     _add_measure_fwq(benchmarks)
     _add_measure_pb(benchmarks)
     _add_measure_latency(benchmarks)
+    _add_measure_bsp(benchmarks)
     _add_measure_counters(benchmarks)
     # Further benchmarks go here, each in its own ``_add_measure_<name>(benchmarks)`` that
     # ends with ``set_defaults(run=<function(args, parser) -> exit status>, parser=<its
@@ -282,6 +283,51 @@ def _add_measure_latency(benchmarks) -> None:
                      help="keep FILE.latency/ after writing FILE")
     _quiet_unless_first_rank(lat)
     lat.set_defaults(run=_measure_latency, parser=lat)
+
+
+def _add_measure_bsp(benchmarks) -> None:
+    bsp = benchmarks.add_parser(
+        "bsp",
+        help="BSP run under MPI (compute + barrier/allreduce) that writes its event trace",
+        description="A bulk-synchronous run that records its own event trace with the local "
+        "noise of every compute interval (Nataraj et al., seed 003); run it under MPI on one "
+        "host: mpiexec -n N jitterlab measure bsp .... Every rank repeats PHASES times: a "
+        "timestamp-counter busy loop until WORK seconds of undisturbed loop time are done "
+        "(interruptions above the threshold are recorded as noise and lengthen the "
+        "interval), then MPI_Barrier or MPI_Allreduce. An optional seeded injector spins "
+        "away --inject-duration every --inject-period inside the compute intervals "
+        "(recorded as noise_injected). The records are stored in FILE.bsp/ chunk by chunk; "
+        "at the end rank 0 writes FILE (netCDF), read by jitterlab.bench.read_bsp. Only "
+        "rank 0 prints. Needs mpi4py (pip install 'jitterlab[mpi]').",
+    )
+    bsp.add_argument("--phases", metavar="P", type=int, required=True,
+                     help="number of phases (compute + collective)")
+    bsp.add_argument("--work", metavar="S", type=float, required=True,
+                     help="undisturbed busy-loop time of one compute interval in seconds "
+                     "(e.g. 1e-3)")
+    bsp.add_argument("--collective", choices=("barrier", "allreduce"), default="barrier",
+                     help="collective after each compute interval (default: barrier)")
+    bsp.add_argument("--inject-period", metavar="S", type=float, default=None,
+                     help="inject a busy detour every S seconds on every rank")
+    bsp.add_argument("--inject-duration", metavar="S", type=float, default=None,
+                     help="length of an injected detour in seconds (< the period)")
+    bsp.add_argument("--inject-seed", metavar="N", type=int, default=0,
+                     help="seed of the injector's random phase; rank r draws from (N, r) "
+                     "(default: 0)")
+    bsp.add_argument("--threshold", metavar="S", type=float, default=None,
+                     help="loop steps longer than S seconds are interruptions (default: as "
+                     "the detour benchmark, max(10 t_min, 4 median loop time))")
+    bsp.add_argument("--chunk-seconds", metavar="S", type=float, default=1.0,
+                     help="gather and store the records about every S seconds (default: 1)")
+    bsp.add_argument("-o", "--output", metavar="FILE", type=Path, required=True,
+                     help="result file (.nc, netCDF)")
+    bsp.add_argument("--force", action="store_true",
+                     help="overwrite FILE (and an earlier run's chunks) if it exists")
+    bsp.add_argument("--no-progress", action="store_true", help="no progress bar")
+    bsp.add_argument("--keep-chunks", action="store_true",
+                     help="keep FILE.bsp/ after writing FILE")
+    _quiet_unless_first_rank(bsp)
+    bsp.set_defaults(run=_measure_bsp, parser=bsp)
 
 
 def _add_measure_counters(benchmarks) -> None:
@@ -573,6 +619,36 @@ def _measure_latency(args: argparse.Namespace, parser: argparse.ArgumentParser) 
         args.output, round_trips=args.round_trips, barriers=args.barriers,
         overwrite=args.force, keep_chunks=args.keep_chunks, progress=not args.no_progress,
         command=_command_line(args)), _print_latency_summary)
+
+
+def _measure_bsp(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from .bench import bsp
+
+    return _run_under_mpi(args, parser, "bsp", bsp, lambda: bsp.bsp_benchmark(
+        args.phases, args.work, args.output, collective=args.collective,
+        inject_period=args.inject_period, inject_duration=args.inject_duration,
+        inject_seed=args.inject_seed, threshold=args.threshold,
+        chunk_seconds=args.chunk_seconds, overwrite=args.force, keep_chunks=args.keep_chunks,
+        progress=not args.no_progress, command=_command_line(args)), _print_bsp_summary)
+
+
+def _print_bsp_summary(path: Path, events) -> None:
+    """What a BSP run recorded: the set-up, then per rank its noise."""
+    attrs = events.attrs
+    state = "complete" if attrs.get("complete") else "incomplete"
+    injector = (f"injected {_seconds(attrs['inject_duration'])} every "
+                f"{_seconds(attrs['inject_period'])}" if attrs.get("injector")
+                else "no injection")
+    print(f"{path}: BSP run ({state}), {events.n_ranks} ranks, {attrs['phases_done']} phases "
+          f"of w = {_seconds(attrs['work'])} + {attrs['collective']}, {injector}; "
+          f"{_seconds(attrs['measured_duration'])} in phases")
+    data = events.data
+    for rank in range(events.n_ranks):
+        rows = data[data["rank"] == rank]
+        print(f"  rank {rank}: noise injected {_seconds(rows['noise_injected'].sum())} "
+              f"({attrs['injected_detours'][rank]} detours), other "
+              f"{_seconds(rows['noise_other'].sum())} ({attrs['interruptions'][rank]} "
+              "interruptions)")
 
 
 def _print_latency_summary(path: Path, dataset) -> None:

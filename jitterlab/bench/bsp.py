@@ -1,0 +1,708 @@
+"""A bulk-synchronous (BSP) run under MPI that writes its own event trace with local noise.
+
+Every MPI rank repeats, ``phases`` times::
+
+    compute: read the timestamp counter in a busy loop until `work` seconds of
+             undisturbed loop time are done; every step between two reads longer than
+             `threshold` is an interruption (local noise, as the detour benchmark
+             records it) and does not count as work, so interruptions lengthen the
+             interval; optionally, a seeded injector spins away `inject_duration` every
+             `inject_period` (recorded apart, as injected noise)
+    collective: MPI_Barrier, or MPI_Allreduce of one double
+
+and records, per rank and phase, when the compute interval started and ended, when the
+collective ended (the next compute starts at that same counter read) and the noise
+inside the compute interval. :func:`read_bsp` turns the run into a
+:class:`jitterlab.EventTrace` (one ``compute`` and one ``collective`` interval per phase,
+columns ``noise_combined`` = ``noise_injected`` + ``noise_other``), the input of
+:func:`jitterlab.estimate.accumulated_noise`. This is the benchmark of the validation
+of Nataraj et al. [1]_ (repeated phases of computation and a barrier, run without and
+with injected noise), on the machine at hand.
+
+The phases are one numba kernel that calls ``MPI_Barrier``/``MPI_Allreduce`` of the MPI
+library directly (:mod:`jitterlab.bench._mpi`), as the Parallel Benchmark does. The run
+is cut into chunks of about ``chunk_seconds``; between chunks (outside the timed loop)
+the ranks gather their records to rank 0, which stores them as one file of a chunk store
+(``<output>.bsp/``), so a killed run keeps every completed chunk. Each chunk starts
+after an (untimed) barrier. See ``docs/measure.md`` (section "A BSP run with its event
+trace").
+
+All ranks must run on one host: their timestamps are reads of the one timestamp counter
+of that machine, converted to seconds with rank 0's calibration, so they share a clock.
+
+References
+----------
+.. [1] A. Nataraj, A. Morris, A. Malony, M. Sottile, P. Beckman, "The Ghost in the
+   Machine: Observing the Effects of Kernel Operation on Parallel Application
+   Performance", SC07 (seed 003): the BSP benchmark (phases of computation and
+   collective communication) run without and with injected noise to check the
+   accumulated-noise estimate.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+
+import numba
+import numpy as np
+import pandas as pd
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+from tqdm import tqdm
+
+from . import _chunks
+from ._machine import check_integer, check_seconds, pinned, utc_now
+from ._mpi import _check_handle, call_barrier, handle, mpi_functions
+from ._ncfile import has_source, read_run, write_dataset
+from ._ranks import check_status, collectively, rank_coordinates, ranks_and_cpus, run_metadata
+from ._tsc import calibrate_tsc, check_cycle_counter, read_tsc
+from .detour import THRESHOLD_MEDIAN_FACTOR, THRESHOLD_TMIN_FACTOR, _DeferredInterrupt, probe_loop
+
+__all__ = ["bsp_benchmark", "read_bsp", "write_bsp", "store_path", "target_problem",
+           "COLLECTIVES", "RECORDS", "SOURCE"]
+
+logger = logging.getLogger(__name__)
+
+SOURCE = "jitterlab.bench.bsp"
+KIND = "bsp"
+#: suffix of the chunk directory next to the output file
+STORE_SUFFIX = ".bsp"
+#: the collective after each compute phase, in the order of the kernel's codes
+COLLECTIVES = ("barrier", "allreduce")
+#: what the kernel records per rank and phase, in the order of its output rows
+RECORDS = ("compute_start", "compute_end", "collective_end", "injected", "other",
+           "injected_detours", "interruptions")
+_TIMES = RECORDS[:3]
+_LONG_NAMES = {
+    "compute_start": "counter read at which the compute interval starts",
+    "compute_end": "counter read at which the work is done and the collective starts",
+    "collective_end": "counter read after the collective returns (the next compute "
+                      "interval starts here)",
+    "injected": "time spent in injected detours inside the compute interval",
+    "other": "interruptions of the busy loop above the threshold inside the compute "
+             "interval, other than the injected detours",
+    "injected_detours": "number of injected detours inside the compute interval",
+    "interruptions": "number of interruptions above the threshold inside the compute "
+                     "interval (other than the injected detours)",
+}
+#: loop phases run before measuring (compile, first touch, check the MPI calls)
+_WARMUP_PHASES = 3
+#: at most this many phases per chunk
+_CAPACITY_MAX = 1 << 18
+#: the busy loop must classify at most this fraction of its steps as interruptions in
+#: the warm-up; more means the threshold is too close to the loop time
+_MAX_INTERRUPTED_FRACTION = 0.01
+#: Dataset attributes stored as 0/1 in netCDF and read back as bool
+_BOOL_ATTRS = ("oversubscribed", "pinned", "complete", "interrupted", "tsc_invariant",
+               "injector")
+#: chunk-store metadata that become per-rank variables or coordinates, not attributes
+_PER_RANK = ("host", "node", "cpu", "frequency_hz", "tsc_calibration_spread",
+             "injector_phase", "mean_loop_time")
+_STORE_KEYS = ("format", "version", "kind", "unit")
+
+
+# --------------------------------------------------------------------------------------
+# MPI_Allreduce from numba
+# --------------------------------------------------------------------------------------
+@intrinsic
+def call_allreduce(typingctx, function, send, receive, datatype, op, comm):
+    """``MPI_Allreduce(send, receive, send.size, datatype, op, comm)``; numba code only.
+
+    ``send`` and ``receive`` are distinct contiguous arrays of the same size (no
+    ``MPI_IN_PLACE``, whose value differs between MPI libraries). Returns the MPI error
+    code.
+    """
+    if not isinstance(function, types.Integer):
+        return None
+    for name, buffer in (("send", send), ("receive", receive)):
+        if not isinstance(buffer, types.Array) or buffer.layout != "C":
+            raise TypeError(f"{name} must be a C-contiguous array, got {buffer}")
+    _check_handle("datatype", datatype)
+    _check_handle("op", op)
+    _check_handle("comm", comm)
+
+    def codegen(context, builder, signature, args):
+        address, send_value, receive_value, datatype_value, op_value, comm_value = args
+        int32 = ir.IntType(32)
+        byte_pointer = ir.IntType(8).as_pointer()
+        function_type = ir.FunctionType(
+            int32, [byte_pointer, byte_pointer, int32, ir.IntType(datatype.bitwidth),
+                    ir.IntType(op.bitwidth), ir.IntType(comm.bitwidth)])
+        pointer = builder.inttoptr(address, function_type.as_pointer())
+        send_array = context.make_array(send)(context, builder, send_value)
+        receive_array = context.make_array(receive)(context, builder, receive_value)
+        count = builder.trunc(send_array.nitems, int32)
+        return builder.call(pointer, [builder.bitcast(send_array.data, byte_pointer),
+                                      builder.bitcast(receive_array.data, byte_pointer),
+                                      count, datatype_value, op_value, comm_value])
+
+    return types.int32(function, send, receive, datatype, op, comm), codegen
+
+
+# --------------------------------------------------------------------------------------
+# the timed loop
+# --------------------------------------------------------------------------------------
+@numba.njit(cache=True)
+def _bsp_loop(collective, barrier, allreduce, comm, double, op, send, receive, work,
+              threshold, count, period, duration, next_detour, out):
+    """Run ``count`` phases of compute + collective; no allocation, no Python.
+
+    ``work``, ``threshold``, ``period``, ``duration`` and ``next_detour`` (the counter
+    value at which the next injected detour is due) are in counter cycles; ``period`` 0
+    injects nothing. ``collective`` 0 calls ``MPI_Barrier``, 1 ``MPI_Allreduce`` (sum of
+    one double). ``out`` (7, capacity) receives the :data:`RECORDS` of each phase.
+
+    Returns ``(phases done, MPI error code, next_detour, detours dropped, loop steps)``:
+    a detour falls due either inside a compute interval (it is injected) or while the
+    rank is in the collective or at the read that ends the work (it is dropped).
+    """
+    n = 0
+    status = np.int32(0)
+    dropped = 0
+    steps = 0
+    now = read_tsc()
+    while n < count:
+        start = now
+        if period > 0:
+            while next_detour < start:
+                next_detour += period
+                dropped += 1
+        done = 0
+        injected = 0
+        other = 0
+        n_injected = 0
+        n_other = 0
+        previous = start
+        while True:
+            now = read_tsc()
+            steps += 1
+            delta = now - previous
+            if delta > threshold:
+                other += delta
+                n_other += 1
+            else:
+                done += delta
+            if done >= work:
+                break
+            if period > 0 and now >= next_detour:
+                begin = now
+                while now - begin < duration:
+                    now = read_tsc()
+                injected += now - begin
+                n_injected += 1
+                next_detour += period
+            previous = now
+        end = now
+        if collective == 0:
+            status = call_barrier(barrier, comm)
+        else:
+            send[0] = (end - start) * 1.0
+            status = call_allreduce(allreduce, send, receive, double, op, comm)
+        now = read_tsc()
+        if status != 0:
+            break
+        out[0, n] = start
+        out[1, n] = end
+        out[2, n] = now
+        out[3, n] = injected
+        out[4, n] = other
+        out[5, n] = n_injected
+        out[6, n] = n_other
+        n += 1
+    return n, status, next_detour, dropped, steps
+
+
+# --------------------------------------------------------------------------------------
+# arguments and targets
+# --------------------------------------------------------------------------------------
+def _check_arguments(phases, work, output, collective, inject_period, inject_duration,
+                     inject_seed, threshold, chunk_seconds) -> tuple:
+    phases = check_integer("phases", phases, 1)
+    work = check_seconds("work", work)
+    chunk_seconds = check_seconds("chunk_seconds", chunk_seconds)
+    if collective not in COLLECTIVES:
+        raise ValueError(f"collective must be one of {COLLECTIVES}, got {collective!r}")
+    if (inject_period is None) != (inject_duration is None):
+        raise ValueError("give both inject_period and inject_duration (or neither)")
+    if inject_period is not None:
+        inject_period = check_seconds("inject_period", inject_period)
+        inject_duration = check_seconds("inject_duration", inject_duration)
+        if inject_duration >= inject_period:
+            raise ValueError(f"inject_duration ({inject_duration!r} s) must be shorter than "
+                             f"inject_period ({inject_period!r} s)")
+    inject_seed = check_integer("inject_seed", inject_seed, 0)
+    if threshold is not None:
+        threshold = check_seconds("threshold", threshold)
+    output = Path(output)
+    if output.suffix.lower() != ".nc":
+        raise ValueError(f"{output.name}: the BSP benchmark writes netCDF; name the output "
+                         "FILE.nc")
+    return (phases, work, output, collective, inject_period, inject_duration, inject_seed,
+            threshold, chunk_seconds)
+
+
+def store_path(output) -> Path:
+    """The chunk directory of a run writing ``output``: ``<output>.bsp``."""
+    output = Path(output)
+    return output.with_name(output.name + STORE_SUFFIX)
+
+
+def target_problem(output, overwrite: bool = False) -> str | None:
+    """Why a run may not write ``output`` and its chunk directory, or None if it may."""
+    return _chunks.output_problem(output, store_path(output), KIND, "BSP benchmark",
+                                  overwrite)
+
+
+# --------------------------------------------------------------------------------------
+# the benchmark
+# --------------------------------------------------------------------------------------
+def bsp_benchmark(phases: int, work: float, output, collective: str = "barrier",
+                  inject_period: float | None = None, inject_duration: float | None = None,
+                  inject_seed: int = 0, threshold: float | None = None,
+                  chunk_seconds: float = 1.0, comm=None, *, pin: bool = True,
+                  overwrite: bool = False, keep_chunks: bool = False,
+                  progress: bool = True, command: str | None = None):
+    """A BSP run (compute + collective, phase after phase) that records its event trace.
+
+    A collective call: every rank of ``comm`` must call it with the same arguments (run
+    the script under ``mpiexec -n N``); all ranks must be on one host.
+
+    Parameters
+    ----------
+    phases : int
+        Number of phases (compute, then the collective). [-]
+    work : float
+        Undisturbed busy-loop time of one compute interval ``w``: the interval ends once
+        the loop steps not longer than ``threshold`` add up to it. [s]
+    output : path-like
+        The netCDF file (``.nc``) rank 0 writes at the end, atomically; while the run
+        goes on, the chunks are in ``<output>.bsp`` (removed after the file is written
+        unless ``keep_chunks``). :func:`read_bsp` reads either.
+    collective : {"barrier", "allreduce"}, default "barrier"
+        ``MPI_Barrier``, or ``MPI_Allreduce`` (sum) of one double (the rank's compute
+        time).
+    inject_period, inject_duration : float, optional
+        Noise injector (both or neither): on every rank, a busy detour of
+        ``inject_duration`` falls due every ``inject_period``, the first at a seeded
+        random phase after the start. A detour that falls due inside a compute interval
+        spins the CPU for ``inject_duration`` (wall time) without doing work; one that
+        falls due while the rank is in the collective is dropped (counted in
+        ``injector_dropped``). ``inject_duration < inject_period``. [s]
+    inject_seed : int, default 0
+        Rank ``r`` draws its injector phase, uniform in ``[0, inject_period)``, from
+        ``numpy.random.default_rng([inject_seed, r])``.
+    threshold : float, optional
+        A loop step longer than this is an interruption (local noise). Default, as the
+        detour benchmark: ``max(10·t_min, 4·median loop time)`` of a probe run on the
+        rank just before. [s]
+    chunk_seconds : float, default 1.0
+        About how often the records are gathered to rank 0 and stored (a chunk holds
+        ``ceil(chunk_seconds / work)`` phases). [s]
+    comm : mpi4py.MPI.Comm, optional
+        Communicator (default ``MPI.COMM_WORLD``); the benchmark works on a duplicate.
+    pin : bool, default True
+        Pin each rank to one CPU, as the Parallel Benchmark does.
+    overwrite, keep_chunks, progress, command
+        As for :func:`jitterlab.bench.parallel_benchmark`.
+
+    Returns
+    -------
+    jitterlab.EventTrace or None
+        On rank 0 the event trace of :func:`read_bsp` (read back from ``output``); None
+        on the other ranks.
+
+    Raises
+    ------
+    ValueError
+        For bad arguments (the same on every rank), ranks on more than one host, or a
+        threshold that classifies more than 1 % of the loop steps as interruptions.
+    FileExistsError
+        If ``output`` or ``<output>.bsp`` holds an earlier run and ``overwrite`` is False.
+    jitterlab.bench.CycleCounterError
+        On a machine without an x86 timestamp counter.
+    ImportError
+        Without mpi4py.
+    KeyboardInterrupt
+        After SIGINT on any rank: the run stops after the chunk, stores it and raises on
+        every rank; ``<output>.bsp`` keeps the chunks and ``output`` is not written.
+
+    Notes
+    -----
+    Noise is measured only inside compute intervals: inside the collective the rank is
+    in the MPI library, where no busy loop can see an interruption, so collective
+    intervals carry noise 0 (noise that strikes there is either absorbed in waiting or
+    lengthens the collective, and the estimate cannot remove it). The injected detours
+    are wall-time spins: an interruption during a spin is part of the spin.
+
+    References
+    ----------
+    .. [1] A. Nataraj et al., "The Ghost in the Machine", SC07 (seed 003).
+
+    Examples
+    --------
+    Save as ``bsp.py`` and run ``mpiexec -n 2 python bsp.py``:
+
+    >>> import jitterlab as jl                                            # doctest: +SKIP
+    >>> events = jl.bench.bsp_benchmark(2000, 1e-3, "bsp.nc",             # doctest: +SKIP
+    ...                                 inject_period=10e-3, inject_duration=200e-6)
+    >>> if events is not None:                                            # doctest: +SKIP
+    ...     print(jl.estimate.accumulated_noise(events)["run_accumulated"])
+    """
+    requested = dict(phases=phases, work=work, collective=collective,
+                     inject_period=inject_period, inject_duration=inject_duration,
+                     inject_seed=inject_seed, threshold=threshold, chunk_seconds=chunk_seconds)
+    checked = _check_arguments(phases, work, output, collective, inject_period,
+                               inject_duration, inject_seed, threshold, chunk_seconds)
+    output = checked[2]
+    if command is None:
+        command = "jitterlab.bench.bsp_benchmark(" + ", ".join(
+            f"{key}={value!r}" for key, value in requested.items()) + f", output={str(output)!r})"
+    try:
+        from mpi4py import MPI
+    except ImportError as exc:
+        raise ImportError("the BSP benchmark needs mpi4py and an MPI library: pip install "
+                          "'jitterlab[mpi]'") from exc
+    comm = (MPI.COMM_WORLD if comm is None else comm).Dup()
+    try:
+        return _run(comm, MPI, *checked, pin, overwrite, keep_chunks, progress, command)
+    finally:
+        comm.Free()
+
+
+def _set_up_rank(threshold, MPI) -> dict:
+    """Per-rank set-up: counter, its rate, the loop's resolution, the MPI functions."""
+    check_cycle_counter()
+    calibration = calibrate_tsc()
+    loop_times = probe_loop()
+    t_min = float(loop_times.min())
+    median = float(np.median(loop_times))
+    barrier, allreduce = mpi_functions(MPI, ("MPI_Barrier", "MPI_Allreduce"))
+    return {"frequency_hz": calibration.frequency_hz,
+            "tsc_calibration_spread": calibration.relative_spread,
+            "tsc_invariant": calibration.invariant, "t_min": t_min, "median": median,
+            "barrier": barrier, "allreduce": allreduce}
+
+
+def _run(comm, MPI, phases, work, output, collective, inject_period, inject_duration,
+         inject_seed, threshold, chunk_seconds, pin, overwrite, keep_chunks, progress,
+         command):
+    rank, size = comm.Get_rank(), comm.Get_size()
+    root = rank == 0
+    store = store_path(output)
+    problem = target_problem(output, overwrite) if root else None
+    problem = comm.bcast(problem, root=0)
+    if problem is not None:
+        raise FileExistsError(problem)
+    placement = ranks_and_cpus(comm, pin)
+
+    def one_host():
+        if placement["n_nodes"] > 1:
+            raise ValueError(f"the ranks run on {placement['n_nodes']} hosts; the BSP "
+                             "benchmark times all ranks with one timestamp counter and needs "
+                             "them on one host")
+    collectively(comm, one_host)
+    if root and placement["oversubscribed"]:
+        logger.warning("more MPI ranks than CPUs on a host: the ranks share CPUs, so most "
+                       "of the noise they record is each other")
+    with _DeferredInterrupt() as interrupt, pinned(placement["this_cpu"]):
+        setup = collectively(comm, _set_up_rank, threshold, MPI)
+        # one clock: rank 0's calibration of the counter all ranks read
+        frequency = comm.bcast(setup["frequency_hz"], root=0)
+        if threshold is None:
+            threshold_cycles = math.ceil(max(THRESHOLD_TMIN_FACTOR * setup["t_min"],
+                                             THRESHOLD_MEDIAN_FACTOR * setup["median"]))
+        else:
+            threshold_cycles = round(threshold * frequency)
+        threshold_cycles = comm.allreduce(threshold_cycles, op=MPI.MAX)
+        work_cycles = round(work * frequency)
+        period = 0 if inject_period is None else round(inject_period * frequency)
+        duration = 0 if inject_duration is None else round(inject_duration * frequency)
+        kernel_args = (COLLECTIVES.index(collective), setup["barrier"], setup["allreduce"],
+                       handle(MPI, comm), handle(MPI, MPI.DOUBLE), handle(MPI, MPI.SUM),
+                       np.zeros(1), np.zeros(1), np.int64(work_cycles),
+                       np.int64(threshold_cycles))
+        capacity = int(min(_CAPACITY_MAX, phases, max(1, math.ceil(chunk_seconds / work))))
+        out = np.full((len(RECORDS), capacity), -1, dtype=np.int64)
+
+        # warm-up without injection: compiles (or loads) the kernel, checks the MPI calls
+        # on every rank and that the threshold lies above the loop's own step
+        def warm_up():
+            n, status, _, _, steps = _bsp_loop(*kernel_args, np.int64(_WARMUP_PHASES),
+                                               np.int64(0), np.int64(0), np.int64(0), out)
+            check_status(MPI, status)
+            interrupted = int(out[6, :n].sum())
+            if interrupted > _MAX_INTERRUPTED_FRACTION * steps:
+                raise ValueError(f"the threshold ({threshold_cycles / frequency:.3g} s) "
+                                 f"classified {interrupted} of {steps} loop steps as "
+                                 "interruptions: it is too close to the loop's own step; "
+                                 "give a larger threshold")
+            return (work_cycles * n) / max(steps - interrupted, 1) / frequency
+        mean_loop_time = collectively(comm, warm_up)
+
+        rng = np.random.default_rng([inject_seed, rank])
+        injector_phase = float(rng.uniform(0.0, inject_period)) if period else 0.0
+        per_rank = comm.gather({"frequency_hz": setup["frequency_hz"],
+                                "tsc_calibration_spread": setup["tsc_calibration_spread"],
+                                "tsc_invariant": setup["tsc_invariant"],
+                                "injector_phase": injector_phase,
+                                "mean_loop_time": mean_loop_time}, root=0)
+        comm.Barrier()
+        origin = comm.bcast(int(_now()) if root else None, root=0)
+        next_detour = origin + round(injector_phase * frequency) if period else 0
+        metadata = None
+        if root:
+            metadata = {
+                **run_metadata(MPI, SOURCE, size, placement, per_rank, command),
+                "phases": phases, "work": work, "collective": collective,
+                "inject_period": inject_period, "inject_duration": inject_duration,
+                "inject_seed": inject_seed, "injector": bool(period),
+                "threshold": threshold_cycles / frequency,
+                "threshold_cycles": threshold_cycles, "chunk_seconds": chunk_seconds,
+                "clock_frequency_hz": frequency, "origin_cycles": origin,
+                "clock": "rdtsc (llvm.readcyclecounter) of the one host, shared by all ranks; "
+                         "converted with rank 0's calibration (clock_frequency_hz)",
+            }
+        writer = collectively(comm, lambda: _chunks.ChunkWriter(
+            store, metadata, kind=KIND, overwrite=overwrite) if root else None)
+
+        bar = tqdm(total=phases, unit="phase", desc=f"bsp {size} ranks",
+                   disable=not (progress and root))
+        done = 0
+        chunks = 0
+        dropped = 0
+        interrupted = False
+        with bar:
+            while done < phases:
+                count = min(capacity, phases - done)
+                comm.Barrier()  # every chunk starts together (untimed)
+                n, status, next_detour, lost, _ = _bsp_loop(
+                    *kernel_args, np.int64(count), np.int64(period), np.int64(duration),
+                    np.int64(next_detour), out)
+                # ---- outside the timed loop from here on ----
+                check_status(MPI, status)
+                dropped += lost
+                _store_chunk(comm, writer, out, n, origin, done, dropped)
+                done += n
+                chunks += 1
+                bar.update(n)
+                interrupted = bool(comm.allreduce(int(interrupt.requested), op=MPI.MAX))
+                if interrupted:
+                    break
+        summary = {"phases_done": done, "chunks": chunks, "finished_at": utc_now()}
+
+        def finish():
+            if not root:
+                return None
+            if interrupted:
+                writer.update(interrupted=True, **summary)
+                return None
+            writer.finish(**summary)
+            dataset = _read_dataset(store)
+            write_bsp(dataset, output)
+            if not keep_chunks:
+                _chunks.remove_store(store)
+            return read_bsp(output)
+
+        result = collectively(comm, finish)
+    if interrupted:
+        raise KeyboardInterrupt
+    return result
+
+
+@numba.njit(cache=True)
+def _now():
+    return read_tsc()
+
+
+def _store_chunk(comm, writer, out, n, origin, first_phase, dropped) -> None:
+    """Gather one chunk (times relative to ``origin``) to rank 0 and store it there."""
+    root = comm.Get_rank() == 0
+    send = np.ascontiguousarray(out[:, :n])
+    send[: len(_TIMES)] -= origin
+    gathered = np.empty((comm.Get_size(), len(RECORDS), n), dtype=np.int64) if root else None
+    comm.Gather(send, gathered, root=0)
+    dropped_all = comm.gather(int(dropped), root=0)
+
+    def write():
+        if root:
+            writer.append(**{name: gathered[:, k, :] for k, name in enumerate(RECORDS)},
+                          first_phase=np.int64(first_phase),
+                          injector_dropped=np.asarray(dropped_all, dtype=np.int64))
+    collectively(comm, write)
+
+
+# --------------------------------------------------------------------------------------
+# files
+# --------------------------------------------------------------------------------------
+def _dataset_from_store(metadata: dict, chunks: list[dict], name: str):
+    import xarray as xr
+
+    if not chunks:
+        raise ValueError(f"{name}: no complete chunk: the run stopped before its first "
+                         "chunk was stored")
+    expected = 0
+    for chunk in chunks:
+        if int(chunk["first_phase"]) != expected:
+            raise ValueError(f"{name}: a chunk starts at phase {int(chunk['first_phase'])}, "
+                             f"expected {expected}")
+        expected += chunk["compute_start"].shape[1]
+    data_vars = {}
+    for record in RECORDS:
+        values = np.concatenate([np.asarray(chunk[record], dtype=np.int64) for chunk in chunks],
+                                axis=1)
+        unit = "1" if record in ("injected_detours", "interruptions") else "cycles"
+        if record in ("injected_detours", "interruptions"):
+            values = values.astype(np.int32)
+        data_vars[record] = (("rank", "phase"), values,
+                             {"units": unit, "long_name": _LONG_NAMES[record]})
+    data_vars["injector_dropped"] = (
+        "rank", np.asarray(chunks[-1]["injector_dropped"], dtype=np.int64),
+        {"units": "1", "long_name": "injected detours that fell due while the rank was in "
+         "the collective (or at the read that ended the work) and were dropped"})
+    per_rank = {
+        "frequency_hz": ("Hz", "the rank's own calibration of the counter"),
+        "tsc_calibration_spread": ("1", "relative spread of the rank's counter calibrations"),
+        "injector_phase": ("s", "time from the start to the rank's first injected detour "
+                           "falling due"),
+        "mean_loop_time": ("s", "mean undisturbed step of the busy loop (warm-up)"),
+    }
+    for key, (unit, long_name) in per_rank.items():
+        data_vars[key] = ("rank", np.asarray(metadata[key], dtype=np.float64),
+                          {"units": unit, "long_name": long_name})
+    n_phases = data_vars["compute_start"][1].shape[1]
+    coords = {**rank_coordinates(metadata),
+              "phase": ("phase", np.arange(n_phases), {"units": "1", "long_name": "phase"})}
+    attrs = {key: value for key, value in metadata.items()
+             if key not in _STORE_KEYS and key not in _PER_RANK and value is not None}
+    attrs.update(phases_done=n_phases, chunks=len(chunks),
+                 complete=bool(metadata.get("complete", False)),
+                 interrupted=bool(metadata.get("interrupted", False)))
+    return xr.Dataset(data_vars, coords=coords, attrs=attrs)
+
+
+def write_bsp(run, path) -> Path:
+    """Write a BSP run to netCDF, atomically (as the benchmark does).
+
+    ``run`` is the recorded Dataset of a run, or an event trace returned by
+    :func:`read_bsp`, whose run is read again from the file or chunk directory it came
+    from (the file stores counter reads and per-interval counts, which the event trace
+    does not hold). Used to save an interrupted run read from its chunk directory.
+    """
+    from ..events import EventTrace
+
+    if isinstance(run, EventTrace):
+        if run.attrs.get("source") != SOURCE or run.file is None:
+            raise ValueError("write_bsp writes the event trace of a BSP run read by read_bsp")
+        run = _read_dataset(run.file)
+    return write_dataset(run, path, compressed=RECORDS, what="BSP benchmark run")
+
+
+def _read_dataset(path):
+    """The run as recorded: counter reads per rank and phase (dims rank, phase)."""
+    return read_run(path, kind=KIND, source=SOURCE, what="BSP benchmark",
+                    bool_attrs=_BOOL_ATTRS, from_store=_dataset_from_store)
+
+
+def is_bsp_file(path) -> bool:
+    """True if ``path`` is a netCDF file written by the BSP benchmark."""
+    return has_source(path, SOURCE)
+
+
+def _events(dataset, path: Path):
+    """The event trace of a BSP Dataset: per rank and phase a compute and a collective."""
+    from ..events import EventTrace
+
+    frequency = float(dataset.attrs["clock_frequency_hz"])
+    n_ranks, n_phases = dataset.sizes["rank"], dataset.sizes["phase"]
+    start = dataset["compute_start"].values
+    middle = dataset["compute_end"].values
+    end = dataset["collective_end"].values
+    injected = dataset["injected"].values
+    other = dataset["other"].values
+    # per rank: compute, collective, compute, ... (seq 2k and 2k + 1 for phase k)
+    shape = (n_ranks, 2 * n_phases)
+
+    def interleave(first, second):
+        values = np.empty(shape, dtype=np.int64)
+        values[:, 0::2] = first
+        values[:, 1::2] = second
+        return values.ravel()
+
+    zero = np.zeros_like(start)
+    kinds = np.tile(np.array([0, 3], dtype=np.int8), n_ranks * n_phases)
+    frame = pd.DataFrame({
+        "rank": np.repeat(np.arange(n_ranks, dtype=np.int64), 2 * n_phases),
+        "seq": np.tile(np.arange(2 * n_phases, dtype=np.int64), n_ranks),
+        "kind": pd.Categorical.from_codes(kinds, categories=("compute", "send", "recv",
+                                                              "collective")),
+        "start": interleave(start, middle) / frequency,
+        "end": interleave(middle, end) / frequency,
+        "peer": np.full(2 * n_ranks * n_phases, -1, dtype=np.int64),
+        "tag": np.tile(np.repeat(dataset["phase"].values.astype(np.int64), 2), n_ranks),
+        "noise_combined": interleave(injected + other, zero) / frequency,
+        "noise_injected": interleave(injected, zero) / frequency,
+        "noise_other": interleave(other, zero) / frequency,
+    })
+    attrs = {key: value for key, value in dataset.attrs.items() if value is not None}
+    for key in ("host", "cpu", "frequency_hz", "injector_phase", "injector_dropped"):
+        if key in dataset.variables:
+            attrs[f"{key}_per_rank" if key in ("frequency_hz",) else key] = \
+                dataset[key].values.tolist()
+    attrs["injected_detours"] = dataset["injected_detours"].values.sum(axis=1).tolist()
+    attrs["interruptions"] = dataset["interruptions"].values.sum(axis=1).tolist()
+    attrs["measured_duration"] = float(_phase_time(dataset) / frequency)
+    return EventTrace(frame, latency=0.0, file=path, **attrs)
+
+
+def _phase_time(dataset) -> float:
+    """Time in phases [cycles]: per chunk, last collective end − first compute start over
+    all ranks, summed (the untimed gaps between chunks left out)."""
+    start = dataset["compute_start"].values
+    end = dataset["collective_end"].values
+    # a chunk starts where a compute interval does not begin at the previous collective end
+    new = np.ones(start.shape[1], dtype=bool)
+    new[1:] = np.any(start[:, 1:] != end[:, :-1], axis=0)
+    first = np.flatnonzero(new)
+    last = np.append(first[1:], start.shape[1]) - 1
+    return float(np.sum(end[:, last].max(axis=0) - start[:, first].min(axis=0)))
+
+
+def read_bsp(path):
+    """Read a BSP run as an event trace: its netCDF file or its chunk directory.
+
+    Parameters
+    ----------
+    path : path-like
+        The ``output`` file of :func:`bsp_benchmark` (``jitterlab measure bsp``), or its
+        chunk directory ``<output>.bsp`` — also of a killed or interrupted run, which
+        gives every completed chunk.
+
+    Returns
+    -------
+    jitterlab.EventTrace
+        Per rank and phase ``k`` a ``compute`` interval (``seq`` 2k) and a ``collective``
+        one (``seq`` 2k + 1, ``tag`` k); times in seconds from the start of the run (rank
+        0's counter read after the first barrier), one clock for all ranks. Noise
+        columns: ``noise_injected`` (the injected detours), ``noise_other`` (every other
+        interruption of the busy loop above the threshold) and their sum
+        ``noise_combined``; 0 in collective intervals (not measurable there). ``attrs``:
+        the run's settings (``phases``, ``work``, ``collective``, ``inject_period``,
+        ``inject_duration``, ``inject_seed``, ``threshold``), the machine, the MPI
+        library, ``clock_frequency_hz``, per rank ``injected_detours``,
+        ``injector_dropped``, ``interruptions``, ``injector_phase``,
+        ``frequency_hz_per_rank``, and ``measured_duration`` (time in phases, without the
+        gaps between chunks) [s]; ``complete`` is False for a run that did not finish.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    ValueError
+        If ``path`` is neither, holds no complete chunk, or a chunk other than the last
+        is damaged.
+    """
+    path = Path(path)
+    return _events(_read_dataset(path), path)

@@ -1,0 +1,332 @@
+"""``mpiexec -n 2 jitterlab measure bsp``: a real BSP run that writes its event trace.
+
+Two short runs under MPI (2 ranks, a few hundred phases of 0.5 ms): with the barrier and
+the noise injector, cut into several chunks, and with the allreduce and no injector. The
+checks hold on any machine: the event trace validates; every compute interval holds the
+work plus its recorded noise and no more (the loop ends at the first read after `work`
+of undisturbed steps); the injected detours are exactly those the seeded schedule puts
+inside compute intervals (known truth: phase, period, duration), each as long as asked;
+the estimate of seed 003 lies between what a barrier-synchronised run can lose (per
+phase between the smallest and the largest noise of a rank). Without MPI: bad arguments,
+a store whose last chunk is missing or damaged, files that are not BSP runs.
+"""
+
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import jitterlab as jl
+from jitterlab.bench import _chunks, bsp
+
+X86 = platform.machine().lower() in {"x86_64", "amd64", "i686", "i386", "x86"}
+MPIEXEC = shutil.which("mpiexec", path=os.pathsep.join(
+    [str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+HAVE_MPI4PY = importlib.util.find_spec("mpi4py") is not None
+CAN_RUN = X86 and HAVE_MPI4PY and MPIEXEC
+needs_mpi = pytest.mark.skipif(not CAN_RUN, reason="needs an x86 timestamp counter, mpi4py "
+                               "and mpiexec (pip install 'jitterlab[mpi]')")
+WORK = 0.5e-3
+PERIOD = 4e-3
+DURATION = 100e-6
+RUNS = {
+    # name: (phases, options)
+    "injected": (400, ["--inject-period", str(PERIOD), "--inject-duration", str(DURATION),
+                       "--inject-seed", "3", "--chunk-seconds", "0.05", "--keep-chunks"]),
+    "allreduce": (200, ["--collective", "allreduce"]),
+}
+
+
+def bsp_command(output, phases, *options):
+    return [MPIEXEC, "-n", "2", sys.executable, "-m", "jitterlab.cli", "measure", "bsp",
+            "--phases", str(phases), "--work", str(WORK), "-o", str(output), "--no-progress",
+            *options]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """(output, process, event trace, recorded Dataset) by name."""
+    if not CAN_RUN:
+        pytest.skip("needs an x86 timestamp counter, mpi4py and mpiexec")
+    directory = tmp_path_factory.mktemp("bsp")
+    result = {}
+    for name, (phases, options) in RUNS.items():
+        output = directory / f"{name}.nc"
+        process = subprocess.run(bsp_command(output, phases, *options), capture_output=True,
+                                 text=True, timeout=180, cwd=directory)
+        assert process.returncode == 0, process.stderr
+        result[name] = (output, process, jl.bench.read_bsp(output), bsp._read_dataset(output))
+    return result
+
+
+# --------------------------------------------------------------------------------------
+# real runs under mpiexec
+# --------------------------------------------------------------------------------------
+@needs_mpi
+@pytest.mark.parametrize("name", list(RUNS))
+def test_event_trace_of_a_real_run(runs, name):
+    output, process, events, _ = runs[name]
+    phases = RUNS[name][0]
+    assert isinstance(events, jl.EventTrace)
+    assert events.n_ranks == 2 and len(events) == 2 * 2 * phases
+    assert sorted(events.sources) == ["combined", "injected", "other"]
+    data = events.data
+    rank0 = data[data["rank"] == 0]
+    assert rank0["kind"].tolist() == ["compute", "collective"] * phases
+    assert rank0["tag"].tolist() == np.repeat(np.arange(phases), 2).tolist()
+    # the next compute interval starts at the read that ended the collective
+    start, end = rank0["start"].to_numpy(), rank0["end"].to_numpy()
+    assert np.all(start[1:] >= end[:-1])
+    attrs = events.attrs
+    assert attrs["source"] == bsp.SOURCE and attrs["complete"] is True
+    assert attrs["phases"] == attrs["phases_done"] == phases and attrs["work"] == WORK
+    assert attrs["collective"] == ("allreduce" if name == "allreduce" else "barrier")
+    assert attrs["injector"] is (name == "injected")
+    assert attrs["mpi_vendor"] and attrs["mpi_library_version"] and attrs["cpu_model"]
+    assert 0.5e9 < attrs["clock_frequency_hz"] < 10e9
+    assert attrs["command"].startswith("jitterlab measure bsp --phases")
+    assert process.stdout.count("BSP run (complete)") == 1  # rank 0 only
+    # the file round-trips through the event-trace writer of jitterlab.events
+    again = jl.read_events(jl.write_events(events, output.with_suffix(".parquet")))
+    assert again.data.equals(events.data)
+
+
+@needs_mpi
+@pytest.mark.parametrize("name", list(RUNS))
+def test_compute_is_work_plus_recorded_noise(runs, name):
+    _, _, events, dataset = runs[name]
+    data = events.data
+    compute = data[data["kind"] == "compute"]
+    collective = data[data["kind"] == "collective"]
+    total = compute["noise_combined"].to_numpy()
+    np.testing.assert_allclose(total, compute["noise_injected"] + compute["noise_other"],
+                               rtol=1e-12, atol=0)
+    assert (collective[["noise_combined", "noise_injected", "noise_other"]] == 0).all().all()
+    # in counter cycles, exactly: work <= duration - noise < work + one undisturbed step
+    cycles = dataset["compute_end"] - dataset["compute_start"] - dataset["injected"] \
+        - dataset["other"]
+    work = round(WORK * dataset.attrs["clock_frequency_hz"])
+    assert int(cycles.min()) >= work
+    assert int(cycles.max()) <= work + dataset.attrs["threshold_cycles"]
+    duration = (compute["end"] - compute["start"]).to_numpy()
+    assert np.all(total <= duration)
+
+
+def _schedule(dataset, rank):
+    """Counter values (from the origin) at which the rank's injected detours fall due."""
+    frequency = dataset.attrs["clock_frequency_hz"]
+    first = round(float(dataset["injector_phase"].values[rank]) * frequency)
+    period = round(dataset.attrs["inject_period"] * frequency)
+    last = int(dataset["collective_end"].values[rank].max())
+    return first + period * np.arange((last - first) // period + 1)
+
+
+@needs_mpi
+def test_injected_detours_are_the_scheduled_ones(runs):
+    _, _, events, dataset = runs["injected"]
+    frequency = dataset.attrs["clock_frequency_hz"]
+    step = dataset.attrs["threshold_cycles"]
+    for rank in range(2):
+        due = _schedule(dataset, rank)
+        start = dataset["compute_start"].values[rank]
+        end = dataset["compute_end"].values[rank]
+        found = dataset["injected_detours"].values[rank]
+        # a detour falls due inside [start, end) of the interval it is injected in; one
+        # that falls due at the read that ends the work is dropped (a single loop step)
+        expected = np.searchsorted(due, end, "left") - np.searchsorted(due, start, "left")
+        at_end = np.searchsorted(due, end, "right") - np.searchsorted(due, end - 2 * step,
+                                                                      "left")
+        assert np.all((found == expected) | ((found == expected - 1) & (at_end > 0)))
+        assert found.sum() > 0
+        # every scheduled detour before the last compute interval is injected or dropped
+        before_last = int(np.searchsorted(due, start[-1], "left"))
+        assert found[:-1].sum() + int(dataset["injector_dropped"].values[rank]) == before_last
+        assert events.attrs["injected_detours"][rank] == found.sum()
+        # each detour spins DURATION of wall time, ending at the first read after it
+        noise = dataset["injected"].values[rank]
+        hit = found > 0
+        excess = (noise[hit] - found[hit] * round(DURATION * frequency)) / found[hit]
+        assert np.all(excess >= 0)
+        assert np.median(excess) <= step
+    noise = events.data["noise_injected"].to_numpy()
+    assert noise.max() < 2 * DURATION + WORK
+
+
+@needs_mpi
+def test_accumulated_noise_of_a_barrier_run_is_between_the_phase_bounds(runs):
+    _, _, events, dataset = runs["injected"]
+    estimate = jl.estimate.accumulated_noise(events)
+    frequency = dataset.attrs["clock_frequency_hz"]
+    for source, cycles in (("injected", dataset["injected"].values),
+                           ("other", dataset["other"].values),
+                           ("combined", dataset["injected"].values + dataset["other"].values)):
+        # a barrier after each phase: removing the noise shortens a phase by at least
+        # the smaller and at most the larger noise of the two ranks
+        low = cycles.min(axis=0).sum() / frequency
+        high = cycles.max(axis=0).sum() / frequency
+        lost = float(estimate["run_accumulated"].sel(source=source))
+        # the chunks start after an untimed barrier whose exit times differ by rank; the
+        # estimate keeps those gaps, which moves the end by at most their spread
+        gaps = _chunk_gap_spread(dataset) / frequency
+        assert low - gaps <= lost <= high + gaps, source
+    local = estimate["local"].sel(source="injected").values
+    np.testing.assert_allclose(local, dataset["injected"].values.sum(axis=1) / frequency,
+                               rtol=1e-9)
+
+
+def _chunk_gap_spread(dataset) -> float:
+    start = dataset["compute_start"].values
+    end = dataset["collective_end"].values
+    gaps = start[:, 1:] - end[:, :-1]
+    new = np.any(gaps != 0, axis=0)
+    assert new.sum() == dataset.attrs["chunks"] - 1  # several chunks, joined by gaps
+    return float(np.sum(gaps[:, new].max(axis=0) - gaps[:, new].min(axis=0)))
+
+
+@needs_mpi
+def test_kept_chunks_read_like_the_file(runs):
+    output, _, events, _ = runs["injected"]
+    store = bsp.store_path(output)
+    assert events.attrs["chunks"] == len(list(store.glob("chunk-*.npz"))) >= 3
+    from_store = jl.bench.read_bsp(store)
+    assert from_store.data.equals(events.data)
+
+
+@needs_mpi
+def test_no_overwrite_without_force(runs):
+    output, _, _, _ = runs["allreduce"]
+    before = output.read_bytes()
+    process = subprocess.run(bsp_command(output, 10), capture_output=True, text=True,
+                             timeout=120, cwd=output.parent)
+    assert process.returncode == 2
+    assert process.stderr.count("exists; pass --force") == 1
+    assert output.read_bytes() == before
+
+
+# --------------------------------------------------------------------------------------
+# without MPI: arguments, stores, errors
+# --------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"phases": 0}, "phases"), ({"phases": 2.5}, "phases"), ({"work": -1e-3}, "work"),
+    ({"collective": "alltoall"}, "collective"), ({"inject_period": 1e-3}, "both"),
+    ({"inject_period": 1e-3, "inject_duration": 1e-3}, "shorter"),
+    ({"inject_period": 0, "inject_duration": 1e-4}, "inject_period"),
+    ({"inject_seed": -1}, "inject_seed"), ({"threshold": 0}, "threshold"),
+    ({"chunk_seconds": 0}, "chunk_seconds"), ({"output": "run.parquet"}, "netCDF"),
+])
+def test_bad_arguments_are_refused_before_mpi(tmp_path, kwargs, message):
+    arguments = {"phases": 10, "work": 1e-3, "output": tmp_path / "run.nc", **kwargs}
+    with pytest.raises(ValueError, match=message):
+        jl.bench.bsp_benchmark(**arguments)
+    assert list(tmp_path.iterdir()) == []
+
+
+def _metadata(**extra):
+    return {"source": bsp.SOURCE, "n_ranks": 2, "host": ["h", "h"], "node": [0, 0],
+            "cpu": [0, 1], "frequency_hz": [1e9, 1e9], "tsc_calibration_spread": [0, 0],
+            "injector_phase": [1e-6, 2e-6], "mean_loop_time": [1e-8, 1e-8],
+            "clock_frequency_hz": 1e9, "phases": 4, "work": 1e-6, "collective": "barrier",
+            "injector": True, "inject_period": 5e-6, "inject_duration": 1e-6,
+            "threshold": 1e-7, "threshold_cycles": 100, **extra}
+
+
+def _chunk(first_phase, start, work, injected, other):
+    """A chunk of two ranks starting together at ``start``; phases of ``work`` plus the
+    noise (per rank and phase), then a barrier of 50 cycles after the last entry. Counter
+    cycles at 1 GHz (1 cycle = 1 ns)."""
+    injected = np.asarray(injected, dtype=np.int64)
+    other = np.asarray(other, dtype=np.int64)
+    n = injected.shape[1]
+    records = {name: np.zeros((2, n), dtype=np.int64) for name in bsp.RECORDS}
+    begin = np.full(2, start, dtype=np.int64)
+    for k in range(n):
+        records["compute_start"][:, k] = begin
+        records["compute_end"][:, k] = begin + work + injected[:, k] + other[:, k]
+        begin = np.full(2, records["compute_end"][:, k].max() + 50)
+        records["collective_end"][:, k] = begin
+    records.update(injected=injected, other=other,
+                   injected_detours=(injected > 0).astype(np.int64),
+                   interruptions=(other > 0).astype(np.int64))
+    return {**records, "first_phase": np.int64(first_phase),
+            "injector_dropped": np.array([0, 1], dtype=np.int64)}
+
+
+def _write_store(path, complete=False):
+    writer = _chunks.ChunkWriter(path, _metadata(), kind="bsp")
+    first = _chunk(0, 0, 1000, [[0, 0], [1000, 0]], [[100, 0], [0, 0]])
+    second = _chunk(2, first["collective_end"][0, -1] + 500, 1000, [[0, 0], [0, 0]],
+                    [[300, 0], [0, 0]])
+    for chunk in (first, second):
+        writer.append(**chunk)
+    if complete:
+        writer.finish(phases_done=4, chunks=2)
+    return first, second
+
+
+def test_a_store_becomes_an_event_trace(tmp_path):
+    store = tmp_path / "run.nc.bsp"
+    _write_store(store)
+    events = jl.bench.read_bsp(store)
+    assert events.n_ranks == 2 and len(events) == 16
+    assert events.attrs["complete"] is False and events.attrs["chunks"] == 2
+    compute = events.data[events.data["kind"] == "compute"]
+    np.testing.assert_allclose(compute["noise_combined"],
+                               compute["noise_injected"] + compute["noise_other"])
+    assert compute["noise_injected"].sum() == pytest.approx(1e-6)
+    assert compute["noise_other"].sum() == pytest.approx(4e-7)
+    assert events.attrs["injected_detours"] == [0, 1]
+    assert events.attrs["injector_dropped"] == [0, 1]
+    # written as the benchmark writes it, and read back the same
+    path = bsp.write_bsp(events, tmp_path / "run.nc")
+    assert jl.bench.read_bsp(path).data.equals(events.data)
+    estimate = jl.estimate.accumulated_noise(events)
+    assert float(estimate["run_accumulated"].sel(source="combined")) > 0
+
+
+def test_missing_or_damaged_last_chunk_keeps_the_others(tmp_path):
+    store = tmp_path / "killed.nc.bsp"
+    _write_store(store)
+    last = store / "chunk-000001.npz"
+    last.write_bytes(last.read_bytes()[:100])  # a power failure in the last write
+    events = jl.bench.read_bsp(store)
+    assert len(events) == 2 * 2 * 2 and events.attrs["complete"] is False
+    last.unlink()  # killed before the last chunk was stored
+    assert jl.bench.read_bsp(store).data.equals(events.data)
+
+
+def test_read_bsp_errors(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        jl.bench.read_bsp(tmp_path / "nothing.nc")
+    with pytest.raises(ValueError, match="not a BSP benchmark"):
+        jl.bench.read_bsp(Path(__file__))
+    _chunks.ChunkWriter(tmp_path / "empty.nc.bsp", _metadata(), kind="bsp")
+    with pytest.raises(ValueError, match="no complete chunk"):
+        jl.bench.read_bsp(tmp_path / "empty.nc.bsp")
+    _chunks.ChunkWriter(tmp_path / "pb.nc.pb", {}, kind="pb")
+    with pytest.raises(ValueError, match="not 'bsp'"):
+        jl.bench.read_bsp(tmp_path / "pb.nc.pb")
+    store = tmp_path / "hole.nc.bsp"
+    _write_store(store)
+    (store / "chunk-000000.npz").unlink()
+    with pytest.raises(ValueError, match="chunk 0 is missing"):
+        jl.bench.read_bsp(store)
+    with pytest.raises(ValueError, match="read_bsp"):
+        bsp.write_bsp(jl.EventTrace(jl.bench.read_bsp(_store_copy(tmp_path)).data),
+                      tmp_path / "x.nc")
+    output = tmp_path / "taken.nc"
+    output.write_text("x")
+    assert "exists; pass --force" in bsp.target_problem(output)
+    assert json.loads((tmp_path / "empty.nc.bsp" / "metadata.json").read_text())["kind"] == "bsp"
+
+
+def _store_copy(tmp_path):
+    store = tmp_path / "copy.nc.bsp"
+    _write_store(store, complete=True)
+    return store
