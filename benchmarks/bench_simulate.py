@@ -273,7 +273,8 @@ class old_tree_kernel:  # noqa: N801 - used as ``with old_tree_kernel():``
 
     def __enter__(self):
         self.saved = _simkernels.run_tree_barrier
-        _simkernels.run_tree_barrier = _old_run_tree_barrier
+        # the frozen kernel has no operation log (the last argument, empty here)
+        _simkernels.run_tree_barrier = lambda *args: _old_run_tree_barrier(*args[:-1])
 
     def __exit__(self, *exc):
         _simkernels.run_tree_barrier = self.saved

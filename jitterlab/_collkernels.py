@@ -94,10 +94,14 @@ def _cpu_time(trace_mode, state, task, t, cpu, table, offsets):
 
 
 @numba.njit(cache=True)
-def run_rounds(table, offsets, work, phases, kind, send, recv, wire, compute_out, end_out):
+def run_rounds(table, offsets, work, phases, kind, send, recv, wire, compute_out, end_out,
+               ops_out):
     """Phase end times (the slowest task's end of the collective) [s].
 
-    ``compute_out[phase, task]`` and ``end_out[phase, task]`` are filled when not empty.
+    ``compute_out[phase, task]`` and ``end_out[phase, task]`` are filled when not empty,
+    and ``ops_out[phase, task, op]`` (when not empty) with the end of each operation: op 0
+    the compute, 1 + 2k the send of round k, 2 + 2k its receive (untouched where the task
+    sits that round out).
     """
     n_tasks = offsets.size
     n_rounds = round_count(kind, n_tasks)
@@ -108,6 +112,7 @@ def run_rounds(table, offsets, work, phases, kind, send, recv, wire, compute_out
     arrival = np.zeros(n_tasks)
     phase_end = np.zeros(phases)
     keep = compute_out.shape[0] > 0
+    keep_ops = ops_out.shape[0] > 0
     for phase in range(phases):
         for task in range(n_tasks):
             t = state[task, _CLOCK]
@@ -116,6 +121,8 @@ def run_rounds(table, offsets, work, phases, kind, send, recv, wire, compute_out
                 end = _busy(state, task, t, work, table, offsets)
             if keep:
                 compute_out[phase, task] = end - t
+            if keep_ops:
+                ops_out[phase, task, 0] = end
             state[task, _CLOCK] = end
         for k in range(n_rounds):
             for task in range(n_tasks):  # every send of the round
@@ -128,6 +135,8 @@ def run_rounds(table, offsets, work, phases, kind, send, recv, wire, compute_out
                     end = _busy(state, task, t, send, table, offsets)
                 state[task, _CLOCK] = end
                 arrival[target] = end + wire
+                if keep_ops:
+                    ops_out[phase, task, 1 + 2 * k] = end
             for task in range(n_tasks):  # then every receive
                 if _partner(kind, n_tasks, power, doublings, k, task)[1] < 0:
                     continue
@@ -136,6 +145,8 @@ def run_rounds(table, offsets, work, phases, kind, send, recv, wire, compute_out
                 if end < 0.0:
                     end = _busy(state, task, t, recv, table, offsets)
                 state[task, _CLOCK] = end
+                if keep_ops:
+                    ops_out[phase, task, 2 + 2 * k] = end
         slowest = 0.0
         for task in range(n_tasks):
             slowest = max(slowest, state[task, _CLOCK])

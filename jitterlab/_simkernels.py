@@ -289,7 +289,8 @@ def _start_rows(address, n_rows, origin, hint):
 
 @numba.njit(cache=True, parallel=True)
 def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
-                     latency, intra_latency, node_size, level_bounds, compute_out, end_out):
+                     latency, intra_latency, node_size, level_bounds, compute_out, end_out,
+                     ops_out):
     """Phases of ``work``, each closed by a reduce and a broadcast on a complete tree.
 
     Tasks are numbered breadth-first (children of i: fanout·i + 1 ... fanout·i +
@@ -310,7 +311,10 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
     the results do not depend on this order, nor on the number of threads.
 
     Returns the time at which the last task ends each phase [trace unit]; fills
-    ``compute_out[phase, task]`` and ``end_out[phase, task]`` when they are not empty.
+    ``compute_out[phase, task]`` and ``end_out[phase, task]`` when they are not empty,
+    and ``ops_out[phase, task, op]`` (when not empty) with the end of each operation:
+    op 0 the compute, 1 + q the receive from child q, 1 + fanout the send to the parent,
+    2 + fanout the receive from the parent, 3 + fanout + q the send to child q.
     """
     n_tasks = offsets.size
     n_levels = level_bounds.size - 1
@@ -346,6 +350,7 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
     taken = np.empty(n_tasks, dtype=np.int64)
     phase_end = np.empty(phases)
     keep = compute_out.shape[0] > 0
+    keep_ops = ops_out.shape[0] > 0
     for phase in range(phases):
         for level in range(n_levels - 1, -1, -1):
             lo, hi = level_bounds[level], level_bounds[level + 1]
@@ -369,6 +374,8 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
                     taken[slot] = 0
                     if keep:
                         compute_out[phase, task_of[slot]] = now[slot] - end[slot]
+                    if keep_ops:
+                        ops_out[phase, task_of[slot], 0] = now[slot]
                 for k in range(most_children):  # ... each receive, in order of arrival ...
                     for slot in range(first, last):
                         n_children = min(fanout, max(n_tasks - fanout * task_of[slot] - 1, 0))
@@ -386,6 +393,8 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
                                                        hint[slot], hint[slot])
                             now[slot] = finish - start
                             hint[slot] = h
+                            if keep_ops:
+                                ops_out[phase, task_of[slot], 1 + pick] = now[slot]
                 for slot in range(first, last):  # ... and the send to the parent
                     task = task_of[slot]
                     if task > 0:
@@ -397,6 +406,8 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
                         parent = (task - 1) // fanout
                         arrivals[inbox[slot]] = now[slot] + _hop_latency(
                             task, parent, latency, intra_latency, node_size)
+                        if keep_ops:
+                            ops_out[phase, task, 1 + fanout] = now[slot]
         for level in range(n_levels):
             lo, hi = level_bounds[level], level_bounds[level + 1]
             most_children = min(fanout, max(n_tasks - fanout * lo - 1, 0))
@@ -418,6 +429,8 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
                                                    hint[slot], hint[slot])
                         now[slot] = finish - start
                         hint[slot] = h
+                        if keep_ops:
+                            ops_out[phase, task, 2 + fanout] = now[slot]
                 for q in range(most_children):  # ... each send to a child, in index order
                     for slot in range(first, last):
                         n_children = min(fanout, max(n_tasks - fanout * task_of[slot] - 1, 0))
@@ -428,6 +441,8 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
                             now[slot] = finish - start
                             hint[slot] = h
                             end[child_slot[slot * fanout + q]] = now[slot]  # parent's send
+                            if keep_ops:
+                                ops_out[phase, task_of[slot], 3 + fanout + q] = now[slot]
                 for slot in range(first, last):  # the phase ends for the block's tasks
                     end[slot] = now[slot]
                     if keep:

@@ -46,15 +46,22 @@ class _RoundCollective:
     def describe(self) -> str:
         return f"{self._name}({self.message.describe()})"
 
-    def run(self, table, offsets, work, phases, detail):
-        """Phase times, compute times and end times of one configuration [s]."""
+    def run(self, table, offsets, work, phases, detail, ops=False):
+        """Phase times, compute times, end times and operation ends of one run [s].
+
+        With ``ops`` the last is ``[phase, task, op]``: op 0 the compute, 1 + 2k the send
+        of round k and 2 + 2k its receive, NaN where the task sits the round out.
+        """
         shape = (phases, offsets.size) if detail else (0, 0)
         compute, ends = np.zeros(shape), np.zeros(shape)
+        op_ends = np.full((phases, offsets.size, 1 + 2 * self.rounds(offsets.size))
+                          if ops else (0, 0, 0), np.nan)
         phase_end = _collkernels.run_rounds(
             table, offsets, work, phases, self._kind, self.message.send, self.message.recv,
-            self.message.wire_time(), compute, ends)
+            self.message.wire_time(), compute, ends, op_ends)
         theta = np.diff(phase_end, prepend=0.0)
-        return theta, (compute if detail else None), (ends if detail else None)
+        return (theta, (compute if detail else None), (ends if detail else None),
+                (op_ends if ops else None))
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,10 @@ measured start, end, duration and local noise):
   b = max(a, D' + latency) + P − min(n, P): the noise is removed from the own part (noise
   beyond P struck while waiting and was absorbed). A receive therefore never completes
   before its send's approximated departure plus latency.
+* A run of consecutive receives marked ``any_order`` (a wait-any loop, receives from
+  any source) completes in the order of the approximated arrivals, not in the measured
+  order: each receive of the run starts when the one before it ends, with the rule
+  above.
 * collective (spanning all ranks, barrier-like): with S the last measured entry of the
   instance and S' the last approximated entry, each rank's own cost after the last entry
   is c = max(e − S, 0) and b = S' + c − min(n, c). No rank leaves before the last rank
@@ -59,14 +63,15 @@ _COMPUTE, _SEND, _RECV = COMPUTE, SEND, RECV
 
 @numba.njit(cache=True)
 def _timeline_kernel(offsets, kind, start, end, noise, link, departure, receiver,
-                     last_entry, latency, approx_start, approx_end):
+                     last_entry, any_order, latency, approx_start, approx_end):
     """The approximated timeline of one noise source (arrays in, arrays out).
 
     ``link`` holds the message number of a send or recv row and the instance number of
     a collective row (-1 for compute); ``departure[m]`` is message m's measured
     departure D and ``receiver[m]`` its receiving rank; ``last_entry[q]`` is the last
-    measured entry of collective instance q. ``approx_start`` and ``approx_end`` are
-    filled when they are not empty.
+    measured entry of collective instance q; ``any_order`` marks receives whose runs
+    may complete in any order. ``approx_start`` and ``approx_end`` are filled when they
+    are not empty.
 
     Returns (approximated end of every rank, row where a rank is stuck or -1). Ranks are
     run one at a time until they block on a message not yet sent or a collective not yet
@@ -83,6 +88,7 @@ def _timeline_kernel(offsets, kind, start, end, noise, link, departure, receiver
     n_instances = last_entry.size
     entry_max = np.full(n_instances, -np.inf)
     entry_count = np.zeros(n_instances, dtype=np.int64)
+    waiting_on = np.full(n_ranks, -1, dtype=np.int64)  # the message a rank waits for
     stack = np.empty(n_ranks, dtype=np.int64)
     for r in range(n_ranks):
         stack[r] = n_ranks - 1 - r
@@ -111,19 +117,53 @@ def _timeline_kernel(offsets, kind, start, end, noise, link, departure, receiver
                         leave = a
                     ready[m] = leave + latency
                     other = receiver[m]
-                    if state[other] == _WAIT_MESSAGE and link[position[other]] == m:
+                    if state[other] == _WAIT_MESSAGE and waiting_on[other] == m:
                         state[other] = _RUNNABLE
                         stack[top] = other
                         top += 1
+            elif k == _RECV and any_order[i]:
+                # a run of receives that complete in any order: once every message is
+                # sent, take them by approximated arrival, each from when the one before
+                # is done (plus its own measured gap)
+                j = i
+                missing = -1
+                while j < stop and kind[j] == _RECV and any_order[j]:
+                    if missing < 0 and np.isnan(ready[link[j]]):
+                        missing = link[j]
+                    j += 1
+                if missing >= 0:
+                    state[r] = _WAIT_MESSAGE
+                    waiting_on[r] = missing
+                    break
+                size = j - i
+                order = np.argsort(ready[link[i:j]], kind="mergesort")
+                t = a
+                for g in range(size):
+                    if g > 0:  # the measured gap at this place of the run
+                        t += start[i + g] - end[i + g - 1]
+                    row = i + order[g]
+                    m = link[row]
+                    duration = end[row] - start[row]
+                    wait = min(max(departure[m] + latency - start[row], 0.0), duration)
+                    own = duration - wait
+                    if keep:
+                        approx_start[row] = t
+                    t = max(t, ready[m]) + max(own - noise[row], 0.0)
+                    if keep:
+                        approx_end[row] = t
+                now[r] = t
+                i = j
+                continue
             elif k == _RECV:
                 m = link[i]
                 arrival = ready[m]
                 if np.isnan(arrival):
                     state[r] = _WAIT_MESSAGE
+                    waiting_on[r] = m
                     break
                 wait = min(max(departure[m] + latency - start[i], 0.0), duration)
                 own = duration - wait
-                b = max(a, arrival) + own - min(lost, own)
+                b = max(a, arrival) + max(own - lost, 0.0)
             else:  # collective
                 q = link[i]
                 if not entered[r]:
@@ -141,7 +181,7 @@ def _timeline_kernel(offsets, kind, start, end, noise, link, departure, receiver
                             top += 1
                 entered[r] = False
                 own = max(end[i] - last_entry[q], 0.0)
-                b = entry_max[q] + own - min(lost, own)
+                b = entry_max[q] + max(own - lost, 0.0)
             if keep:
                 approx_start[i] = a
                 approx_end[i] = b
@@ -186,7 +226,7 @@ def _prepare(events: EventTrace) -> dict:
     last_entry = _group_max(start, np.where(kind == COLLECTIVE, instance, -1), n_instances)
     return {"offsets": events.rank_offsets(), "kind": kind, "start": start, "end": end,
             "link": link, "departure": departure, "receiver": receiver,
-            "last_entry": last_entry}
+            "last_entry": last_entry, "any_order": events.any_order()}
 
 
 def _run(events: EventTrace, prepared: dict, noise: np.ndarray, keep: bool):
@@ -195,7 +235,7 @@ def _run(events: EventTrace, prepared: dict, noise: np.ndarray, keep: bool):
     p = prepared
     last, stuck = _timeline_kernel(p["offsets"], p["kind"], p["start"], p["end"], noise,
                                    p["link"], p["departure"], p["receiver"],
-                                   p["last_entry"], float(events.latency),
+                                   p["last_entry"], p["any_order"], float(events.latency),
                                    approx_start, approx_end)
     if stuck >= 0:
         rank, seq = (int(events.data[c].iat[stuck]) for c in ("rank", "seq"))

@@ -13,6 +13,7 @@ kind       str     "compute", "send", "recv" or "collective"
 start, end float   when the interval begins and ends [s]
 peer       int     the other rank of a send or recv; -1 otherwise
 tag        int     message tag; for a collective its instance number (the same on all ranks)
+any_order  bool    optional: a recv of a run that completes in any order (a wait-any loop)
 noise_<x>  float   local noise of source <x> inside the interval [s] (``noise_combined``,
                    ``noise_tick``, ...)
 ========== ======= =====================================================================
@@ -131,6 +132,13 @@ class EventTrace:
             return total
         raise ValueError(f"no noise source {source!r} in the trace; it has {self.sources}")
 
+    def any_order(self) -> np.ndarray:
+        """Per interval: a receive of a run that may complete in any order (all False
+        when the trace has no ``any_order`` column)."""
+        if "any_order" in self.data:
+            return self.data["any_order"].to_numpy(dtype=np.bool_)
+        return np.zeros(len(self.data), dtype=np.bool_)
+
     def kind_codes(self) -> np.ndarray:
         """``kind`` as int8 codes, in the order of :data:`KINDS`."""
         return self.data["kind"].cat.codes.to_numpy().astype(np.int8)
@@ -139,6 +147,57 @@ class EventTrace:
         """Row where each rank starts, plus the number of rows (length n_ranks + 1)."""
         ranks = self.data["rank"].to_numpy()
         return np.searchsorted(ranks, np.arange(self.n_ranks + 1)).astype(np.int64)
+
+    def opaque_collectives(self) -> EventTrace:
+        """The trace as a tracer that sees each collective as one call would record it.
+
+        Every run of consecutive send and recv intervals on a rank becomes one
+        "collective" interval from the run's first start to its last end, whose noise
+        (per source) is the sum of the run's; the k-th run of every rank is collective
+        instance k. Other intervals are kept. Use it on a simulated run whose barrier is
+        written as messages (``jl.simulate(..., barrier=..., detail="events")``) to see
+        what the collective rule of :func:`jitterlab.estimate.accumulated_noise` makes of
+        the same run.
+
+        Raises
+        ------
+        ValueError
+            If the ranks do not have the same number of runs of messages.
+        """
+        data = self.data
+        codes = self.kind_codes()
+        rank = data["rank"].to_numpy()
+        message = (codes == SEND) | (codes == RECV)
+        new_rank = np.ones(len(data), dtype=bool)
+        new_rank[1:] = rank[1:] != rank[:-1]
+        previous_message = np.zeros(len(data), dtype=bool)
+        previous_message[1:] = message[:-1]
+        opens = message & (new_rank | ~previous_message)
+        # a group per interval: runs of messages share one, other rows have their own
+        group = np.cumsum(opens | ~message) - 1
+        runs = np.bincount(rank[opens], minlength=self.n_ranks)
+        if runs.size and runs.min() != runs.max():
+            lacking = int(np.argmin(runs))
+            raise ValueError(f"{self._where()}rank {lacking} has {runs[lacking]} runs of "
+                             f"messages, rank {int(np.argmax(runs))} has {runs.max()}: the "
+                             f"runs cannot be collectives spanning all ranks")
+        noise = [c for c in data.columns if c.startswith(NOISE_PREFIX)]
+        grouped = data.groupby(group, sort=False)
+        out = grouped.agg({"rank": "first", "kind": "first", "start": "first", "end": "last",
+                           "peer": "first", "tag": "first", **dict.fromkeys(noise, "sum")})
+        first = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+        collective = opens[first]
+        instance = np.cumsum(opens) - 1  # global run number, per rank below
+        rank_first_run = np.r_[0, np.cumsum(runs)[:-1]]
+        kinds = out["kind"].cat.codes.to_numpy().copy()
+        kinds[collective] = COLLECTIVE
+        out["kind"] = pd.Categorical.from_codes(kinds, categories=KINDS)
+        out["peer"] = np.where(collective, -1, out["peer"].to_numpy())
+        out["tag"] = np.where(collective, instance[first] - rank_first_run[rank[first]],
+                              out["tag"].to_numpy())
+        out["seq"] = out.groupby("rank").cumcount()
+        return EventTrace(out.reset_index(drop=True), latency=self.latency, file=self.file,
+                          **{**self.attrs, "collectives": "opaque (runs of messages merged)"})
 
     # ------------------------------------------------------------------ checks
     def _where(self) -> str:
@@ -189,6 +248,13 @@ class EventTrace:
             except (TypeError, ValueError) as err:
                 raise ValueError(f"{self._where()}column {name!r} must be numbers [s] "
                                  f"({err})") from None
+        if "any_order" in data.columns:
+            flags = data["any_order"].to_numpy()
+            if not (flags.dtype == np.bool_ or (np.issubdtype(flags.dtype, np.integer)
+                                                and np.isin(flags, (0, 1)).all())):
+                raise ValueError(f"{self._where()}column 'any_order' must hold booleans, "
+                                 f"got {flags.dtype}")
+            columns["any_order"] = flags.astype(np.bool_)
         frame = pd.DataFrame(columns)
         ranks, seqs = columns["rank"], columns["seq"]
         if len(frame) and not (np.all(np.diff(ranks) >= 0) and np.all(
@@ -236,6 +302,10 @@ class EventTrace:
                        f"interval (seq {seq[row - 1]}) ends at {_seconds(end[row - 1])}", [row])
         for source in self.sources:
             self._check_noise(data[NOISE_PREFIX + source].to_numpy(), source)
+        bad = np.flatnonzero(self.any_order() & (self.kind_codes() != RECV))
+        if bad.size:
+            self._fail("any_order is set on a non-recv interval (it marks receives that "
+                       "may complete in any order)", bad)
         self._check_messages()
         self._check_collectives()
 

@@ -12,10 +12,9 @@ import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 
-from . import _simkernels
+from . import _collkernels, _simevents, _simkernels
 from ._checks import check_integer, check_positive
 from ._provenance import provenance_attrs
 from ._random import RngLike, as_generator, seed_from
@@ -176,11 +175,16 @@ def _as_counts(n) -> np.ndarray:
     return np.array(values, dtype=np.int64)
 
 
-def _run(table, offsets, work, phases, barrier, detail):
-    """Phase times, compute times and end times of one configuration [s]."""
+def _run(table, offsets, work, phases, barrier, detail, ops=False):
+    """Phase times, compute times, end times and operation ends of one configuration [s].
+
+    The operation ends (``ops``, a barrier model only) are ``[phase, task, op]``, in the
+    layout of the barrier's kernel (:func:`jitterlab._simkernels.run_tree_barrier`,
+    :meth:`jitterlab.collectives.Dissemination.run`).
+    """
     n_tasks = offsets.size
     if isinstance(barrier, _RoundCollective):
-        return barrier.run(table, offsets, work, phases, detail)
+        return barrier.run(table, offsets, work, phases, detail, ops)
     shape = (phases, n_tasks) if detail else (0, 0)
     compute = np.zeros(shape)
     if barrier is None:
@@ -192,17 +196,20 @@ def _run(table, offsets, work, phases, barrier, detail):
         if detail:
             compute[:, order] = sorted_compute
             end_times = np.repeat(ends[:, None], n_tasks, axis=1)
-            return theta, compute, end_times
-        return theta, None, None
+            return theta, compute, end_times, None
+        return theta, None, None, None
     end_times = np.zeros(shape)
+    fanout = int(barrier.fanout)
+    op_ends = np.full((phases, n_tasks, 2 * fanout + 3) if ops else (0, 0, 0), np.nan)
     intra = barrier.latency if barrier.intra_node_latency is None else barrier.intra_node_latency
     phase_end = _simkernels.run_tree_barrier(
-        table, offsets, work, phases, int(barrier.fanout),
+        table, offsets, work, phases, fanout,
         float(barrier.send), float(barrier.recv), float(barrier.latency), float(intra),
-        int(barrier.cores_per_node or 0), tree_levels(n_tasks, int(barrier.fanout)),
-        compute, end_times)
+        int(barrier.cores_per_node or 0), tree_levels(n_tasks, fanout),
+        compute, end_times, op_ends)
     theta = np.diff(phase_end, prepend=0.0)
-    return theta, (compute if detail else None), (end_times if detail else None)
+    return (theta, (compute if detail else None), (end_times if detail else None),
+            (op_ends if ops else None))
 
 
 def _quiet_table(period: float) -> np.ndarray:
@@ -302,6 +309,10 @@ def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="r
         raise ValueError(f"detail={detail!r} needs a single n")
     if events:
         detail = True
+        if (isinstance(barrier, TreeBarrier) and barrier.cores_per_node
+                and barrier.intra_node_latency not in (None, barrier.latency)):
+            raise ValueError("detail='events' needs one wire latency (an event trace has "
+                             "one): give the TreeBarrier no intra_node_latency")
     seed = seed_from(rng) if isinstance(start, str) else None
     offsets_all = draw_offsets(trace, int(counts.max()), start, rng=seed)
     period = float(starts[-1])
@@ -312,7 +323,8 @@ def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="r
     detail_vars = {}
     for count in counts:
         offsets = np.ascontiguousarray(offsets_all[:count])
-        theta, compute, end_times = _run(table, offsets, work, phases, barrier, detail)
+        theta, compute, end_times, op_ends = _run(table, offsets, work, phases, barrier,
+                                                  detail, ops=events and barrier is not None)
         if barrier is None:  # without jitter every phase takes exactly w
             reference = work
         else:
@@ -357,43 +369,28 @@ def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="r
     if seed is not None:
         attrs["seed"] = seed
     if events:
-        return _event_trace(detail_vars["compute_time"][1], end_times, work, reference,
-                            {**attrs, "n": int(counts[0]), **provenance_attrs()})
+        return _event_trace(barrier, detail_vars["compute_time"][1], end_times, op_ends, work,
+                            {**attrs, "n": int(counts[0]), **provenance_attrs(),
+                             "source": "jl.simulate",
+                             "makespan": float(end_times[-1].max()),
+                             "noiseless_makespan": float(reference) * phases})
     return xr.Dataset(data, coords=coords, attrs={**attrs, **provenance_attrs()})
 
 
-def _event_trace(compute, end_times, work, reference, attrs):
-    """The event trace of one simulated run (``detail="events"``).
-
-    Per task and phase a "compute" interval from the phase's start on that task to the
-    end of its compute, with ``noise_combined`` = compute time − work (the jitter its
-    compute met; rounding below 0 is cut), then a "collective" interval (tag = phase) to
-    the task's end of the phase. Jitter met while waiting, or by the barrier's own sends
-    and receives, is not recorded as noise. The attrs ``makespan`` and
-    ``noiseless_makespan`` (the same run on a trace without jitter) give the true cost.
+def _event_trace(barrier, compute, end_times, op_ends, work, attrs):
+    """The event trace of one simulated run (``detail="events"``), see
+    :mod:`jitterlab._simevents`; attrs ``makespan`` and ``noiseless_makespan`` (the same
+    run on a trace without jitter) give the true cost of the noise.
     """
-    from .events import COLLECTIVE, COMPUTE, KINDS, EventTrace
-
-    phases, n = compute.shape
-    begin = np.vstack([np.zeros((1, n)), end_times[:-1]])
-    compute_end = np.minimum(begin + compute, end_times)
-    noise = np.clip(compute - work, 0.0, compute_end - begin)
-
-    def interleave(first, second):  # (phase, task) pairs -> rank-major rows
-        return np.stack([first.T, second.T], axis=-1).ravel()
-
-    codes = np.tile(np.array([COMPUTE, COLLECTIVE], dtype=np.int8), n * phases)
-    rows = pd.DataFrame({
-        "rank": np.repeat(np.arange(n, dtype=np.int64), 2 * phases),
-        "seq": np.tile(np.arange(2 * phases, dtype=np.int64), n),
-        "kind": pd.Categorical.from_codes(codes, categories=KINDS),
-        "start": interleave(begin, compute_end),
-        "end": interleave(compute_end, end_times),
-        "peer": np.full(2 * n * phases, -1, dtype=np.int64),
-        "tag": np.tile(np.repeat(np.arange(phases, dtype=np.int64), 2), n),
-        "noise_combined": interleave(noise, np.zeros_like(noise)),
-    })
-    makespan = float(end_times[-1].max())
-    return EventTrace(rows, source="jl.simulate", makespan=makespan,
-                      noiseless_makespan=float(reference) * phases, **attrs)
-
+    if barrier is None:
+        return _simevents.barrier_free_events(compute, end_times, work, **attrs)
+    if isinstance(barrier, _RoundCollective):
+        message = barrier.message
+        n = compute.shape[1]
+        partners = np.array([[_collkernels.partner(barrier._kind, n, k, task)
+                              for task in range(n)] for k in range(barrier.rounds(n))],
+                            dtype=np.int64).reshape(-1, n, 2)
+        return _simevents.round_events(op_ends, work, partners, message.send, message.recv,
+                                       message.wire_time(), **attrs)
+    return _simevents.tree_events(op_ends, work, int(barrier.fanout), float(barrier.send),
+                                  float(barrier.recv), float(barrier.latency), **attrs)

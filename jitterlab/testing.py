@@ -296,6 +296,16 @@ def wavefront_reference(workload, progress: str = "in_order", trace=None, offset
     return max(free) / scale, np.array(free) / scale
 
 
+def _approximate_arrival(i, j, start, end, a_start, a_end, latency):
+    """(approximated arrival, own part of the receive) of recv row i sent by row j."""
+    leave = max(min(end[j], end[i] - latency), start[j])
+    d_send = end[j] - start[j]
+    shortened = (a_end[j] - a_start[j]) / d_send if d_send > 0 else 0.0
+    d = end[i] - start[i]
+    wait = min(max(leave + latency - start[i], 0.0), d)
+    return a_start[j] + (leave - start[j]) * shortened + latency, d - wait
+
+
 def timeline_reference(events, source: str = "combined"):
     """Plain-Python twin of :func:`jitterlab.estimate.approximate_timeline`.
 
@@ -312,6 +322,7 @@ def timeline_reference(events, source: str = "combined"):
     end = data["end"].tolist()
     peer = data["peer"].tolist()
     tag = data["tag"].tolist()
+    any_order = events.any_order().tolist()
     latency = events.latency
     rows = {}
     for i, r in enumerate(rank):
@@ -336,25 +347,44 @@ def timeline_reference(events, source: str = "combined"):
                 d = end[i] - start[i]
                 if kind[i] in ("compute", "send"):
                     b = a + max(d - noise[i], 0.0)
+                elif kind[i] == "recv" and any_order[i]:
+                    run = [mine[q] for q in range(p, len(mine))]
+                    run = run[:next((q for q, x in enumerate(run)
+                                     if kind[x] != "recv" or not any_order[x]), len(run))]
+                    sends = [send_of[(peer[x], r, tag[x])] for x in run]
+                    if any(a_end[j] is None for j in sends):
+                        break
+                    arrivals = [_approximate_arrival(x, j, start, end, a_start, a_end,
+                                                     latency)[0]
+                                for x, j in zip(run, sends, strict=True)]
+                    t = a
+                    for place, q in enumerate(sorted(range(len(run)),
+                                                     key=lambda q: arrivals[q])):
+                        if place > 0:
+                            t += start[run[place]] - end[run[place - 1]]
+                        x = run[q]
+                        own = _approximate_arrival(x, sends[q], start, end, a_start, a_end,
+                                                   latency)[1]
+                        a_start[x] = t
+                        t = max(t, arrivals[q]) + max(own - noise[x], 0.0)
+                        a_end[x] = t
+                    position[r] += len(run)
+                    moved = True
+                    continue
                 elif kind[i] == "recv":
                     j = send_of[(peer[i], r, tag[i])]
                     if a_end[j] is None:
                         break
-                    leave = min(end[j], end[i] - latency)
-                    leave = max(leave, start[j])
-                    d_send = end[j] - start[j]
-                    shortened = (a_end[j] - a_start[j]) / d_send if d_send > 0 else 0.0
-                    leave_approx = a_start[j] + (leave - start[j]) * shortened
-                    wait = min(max(leave + latency - start[i], 0.0), d)
-                    own = d - wait
-                    b = max(a, leave_approx + latency) + own - min(noise[i], own)
+                    arrival, own = _approximate_arrival(i, j, start, end, a_start, a_end,
+                                                        latency)
+                    b = max(a, arrival) + max(own - noise[i], 0.0)
                 else:
                     a_start[i] = a  # entered; leaves once every rank has entered
                     group = members[tag[i]]
                     if any(a_start[j] is None for j in group):
                         break
                     own = max(end[i] - max(start[j] for j in group), 0.0)
-                    b = max(a_start[j] for j in group) + own - min(noise[i], own)
+                    b = max(a_start[j] for j in group) + max(own - noise[i], 0.0)
                 a_start[i], a_end[i] = a, b
                 position[r] += 1
                 moved = True

@@ -191,7 +191,7 @@ def test_run_tree_barrier_matches_reference(n, fanout, cores_per_node, seed):
     phase_end = _simkernels.run_tree_barrier(
         table_of(jitter, gap), offsets, work, phases, fanout, send, recv, latency,
         intra if cores_per_node else latency, cores_per_node or 0, tree_bounds(n, fanout),
-        compute, ends)
+        compute, ends, np.zeros((0, 0, 0)))
     np.testing.assert_array_equal(np.diff(phase_end, prepend=0.0),
                                   reference["phase_time"].values)
     np.testing.assert_array_equal(compute, reference["compute_time"].values)
@@ -247,11 +247,12 @@ def test_run_tree_barrier_matches_the_kernel_before_issue_13(old_tree_barrier, t
     numba.set_num_threads(threads)
     try:
         outputs = []
-        for kernel in (_simkernels.run_tree_barrier, old_tree_barrier):
+        for kernel, extra in ((_simkernels.run_tree_barrier, (np.zeros((0, 0, 0)),)),
+                              (old_tree_barrier, ())):
             compute, ends = np.zeros((phases, n)), np.zeros((phases, n))
-            phase_end = kernel(table, offsets, work, phases, *costs, compute, ends)
+            phase_end = kernel(table, offsets, work, phases, *costs, compute, ends, *extra)
             lean = kernel(table, offsets, work, phases, *costs, np.zeros((0, 0)),
-                          np.zeros((0, 0)))
+                          np.zeros((0, 0)), *extra)
             outputs.append((phase_end, lean, compute, ends))
     finally:
         numba.set_num_threads(previous)
@@ -267,4 +268,4 @@ def test_kernels_refuse_a_table_that_is_not_packed():
     with pytest.raises(ValueError, match="C-contiguous"):
         _simkernels.run_tree_barrier(table[:, :2].copy(), np.zeros(3), 1.0, 1, 2, 0.0, 0.0,
                                      0.0, 0.0, 0, tree_bounds(3, 2), np.zeros((0, 0)),
-                                     np.zeros((0, 0)))
+                                     np.zeros((0, 0)), np.zeros((0, 0, 0)))
