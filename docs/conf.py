@@ -10,6 +10,7 @@ Everything here works offline: no intersphinx inventories, no remote assets.
 from __future__ import annotations
 
 import re
+import types
 
 import jitterlab
 
@@ -49,6 +50,27 @@ nb_mime_priority_overrides = [
 autosummary_generate = True
 autosummary_imported_members = True
 autosummary_ignore_module_all = False  # a module page lists exactly the module's __all__
+
+
+def _public_constants() -> dict[str, list[str]]:
+    """Names in each public module's ``__all__`` that are neither callables nor modules.
+
+    autosummary lists only the module attributes that have a doc comment (``#:``); the module
+    template takes this list instead, so that every constant of ``__all__`` gets its page.
+    """
+    constants = {}
+    for name in jitterlab.__all__:
+        module = getattr(jitterlab, name)
+        if isinstance(module, types.ModuleType):
+            constants[module.__name__] = [
+                member for member in getattr(module, "__all__", [])
+                if not callable(getattr(module, member))
+                and not isinstance(getattr(module, member), types.ModuleType)
+            ]
+    return constants
+
+
+autosummary_context = {"public_constants": _public_constants()}
 autodoc_typehints = "none"  # the numpydoc "Parameters" sections carry the types and units
 numpydoc_show_class_members = False  # the class template lists the members itself
 numpydoc_class_members_toctree = False
