@@ -4,7 +4,9 @@ Build the site with ``jitterlab docs`` (:mod:`jitterlab.docs_site`), not with a 
 ``sphinx-build docs``: the command first copies these pages into a staging folder together
 with the notebooks (the executed copies written by ``jitterlab reproduce`` when they exist)
 and a generated ``notebooks/index.md``, which ``index.md`` lists in its table of contents.
-Everything here works offline: no intersphinx inventories, no remote assets.
+The build works offline (no intersphinx inventories, no remote assets). Reading the site needs
+no network either, except for formulas written with the ``:math:`` role: Sphinx has the
+browser load MathJax from its CDN on those pages, and without it they show their TeX source.
 """
 
 from __future__ import annotations
@@ -40,8 +42,8 @@ myst_heading_anchors = 3
 nb_execution_mode = "off"
 # Progress bars write to stderr; keep them on the page, as in JupyterLab.
 nb_output_stderr = "show"
-# The notebooks' plain-text repr of an xarray object is preferred to its HTML repr (which
-# embeds random ids and inline CSS); figures keep their PNG.
+# An ipywidgets output (a tqdm bar drawn as a widget) would need the widget JavaScript from a
+# CDN; the pages show its plain-text form instead.
 nb_mime_priority_overrides = [
     ("html", "application/vnd.jupyter.widget-view+json", None),
 ]
@@ -112,6 +114,7 @@ html_title = f"jitterlab {release}"
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
+    "header_links_before_dropdown": 4,  # the page titles are long; the rest go under "More"
     "use_edit_page_button": False,
     # no icon links, analytics or version switcher: the site must build and read offline
 }
