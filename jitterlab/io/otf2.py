@@ -151,6 +151,7 @@ class _Rank:
     times: list = field(default_factory=list)  # timestamp of each region record [ticks]
     positions: list = field(default_factory=list)  # its place among all records
     regions: list = field(default_factory=list)  # the _Region it enters or leaves
+    tags: list = field(default_factory=list)  # the jitterlab::tag attribute of an Enter
     stack: list = field(default_factory=list)
     #: per noise member: positions, timestamps and raw values of its samples
     samples: dict = field(default_factory=dict)
@@ -299,6 +300,7 @@ def _read_records(reader, ranks: dict, scales: dict, anchor: Path, time_of) -> l
             rank.times.append(event.time)
             rank.positions.append(rank.position)
             rank.regions.append(region)
+            rank.tags.append(attribute_tag(event))
         elif isinstance(event, events.Metric):
             metric = event.metric
             members = (metric.metric_class.members if hasattr(metric, "metric_class")
@@ -338,9 +340,9 @@ def _read_records(reader, ranks: dict, scales: dict, anchor: Path, time_of) -> l
             region.tag = attribute_tag(event)
     for rank in state:
         if expected[rank.number] and rank.position != expected[rank.number]:
-            raise _ReadError(f"rank {rank.number} ({rank.name}): {rank.position} event "
-                             f"records read, {expected[rank.number]} defined (a truncated "
-                             f"trace?)")
+            raise _ReadError(f"rank {rank.number} ({rank.name}): its events end after "
+                             f"{rank.position} of the {expected[rank.number]} records "
+                             f"defined; the archive is damaged or truncated")
         if rank.stack:
             region = rank.stack[-1]
             raise _ReadError(f"rank {rank.number} ({rank.name}): region {region.name!r} "
@@ -424,6 +426,7 @@ def _match_messages(rows: dict, use_attribute: bool, describe) -> np.ndarray:
                                  f"differs from that of its matching send "
                                  f"({describe(send)}: {tags[send]})")
         return tags
+    tags[np.array(rows["kind"]) == "compute"] = 0
     # the k-th message r -> p with MPI tag t, in the order of the sends, gets t + k * 2**32
     pairs.sort()
     occurrence: dict = {}
@@ -497,6 +500,10 @@ def read_otf2_events(path, *, metrics=None, latency: float | None = None) -> Eve
     try:
         return _read(reader, anchor, metrics, latency)
     except _ReadError as err:
+        # a cut event file may also read as wrong records rather than fail: say so
+        damaged = _damaged_locations(anchor)
+        if damaged:
+            raise _damaged(anchor, err, damaged) from None
         raise ValueError(f"{anchor}: {err}") from None
     except (_otf2.Error, otf2.error.Error, KeyError, IndexError) as err:
         raise _damaged(anchor, err, _damaged_locations(anchor)) from None
@@ -581,7 +588,8 @@ def _read(reader, anchor: Path, metrics, latency) -> EventTrace:
             for name, value in (("rank", rank.number), ("seq", seq), ("kind", kind),
                                 ("start", rank.times[first]), ("end", rank.times[last]),
                                 ("peer", region.peer if region else -1), ("tag", tag),
-                                ("attribute", region.tag if region else tag),
+                                ("attribute", region.tag if region else
+                                 (rank.tags[first] or 0)),
                                 ("comm", region.comm if region else -1),
                                 ("mpi_tag", region.mpi_tag if region else 0),
                                 ("region", region.name if region else "compute")):
@@ -614,8 +622,14 @@ def _read(reader, anchor: Path, metrics, latency) -> EventTrace:
         attrs = {"source": "otf2", "otf2_creator": _otf2.Reader_GetCreator(reader.handle),
                  "timer_resolution_hz": resolution}
         recorded = 0.0
-    return EventTrace(frame, latency=recorded if latency is None else latency,
-                      file=anchor, **attrs)
+    try:
+        return EventTrace(frame, latency=recorded if latency is None else latency,
+                          file=anchor, **attrs)
+    except ValueError as err:  # name the archive, not only its anchor file
+        message = str(err)
+        if message.startswith(f"{anchor.name}: "):
+            message = message[len(anchor.name) + 2:]
+        raise _ReadError(message) from None
 
 
 # ---------------------------------------------------------------------- writing
@@ -730,7 +744,8 @@ def _write(trace: EventTrace, directory: Path) -> None:
                 attributes = {tag_attribute: int(tags[row])}
                 mpi_tag = int(tags[row]) % TAG_STRIDE
                 events.metric(begin, counters, list(total))
-                events.enter(begin, regions[kind])
+                events.enter(begin, regions[kind],
+                             attributes=attributes if kind == "compute" else None)
                 if kind == "send":
                     events.mpi_send(begin, int(peers[row]), world, mpi_tag, 0,
                                     attributes=attributes)
