@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import jitterlab as jl
 from jitterlab.io import read_otf2_events, write_otf2_events
@@ -237,6 +239,15 @@ def test_round_trip_of_the_small_program_is_exact(tmp_path):
     assert read_otf2_events(tmp_path / "small.otf2").equals(trace)  # the directory
 
 
+def test_round_trip_of_negative_times_is_exact(tmp_path):
+    frame = small_expected()
+    for name in ("start", "end"):  # 1 ms earlier, still whole microseconds
+        frame[name] = (np.rint(frame[name].to_numpy() * 10**6) - 1000) / 10**6
+    trace = jl.EventTrace(frame)
+    assert trace.data["start"].min() == -1e-3
+    assert read_otf2_events(write_otf2_events(trace, tmp_path / "early")).equals(trace)
+
+
 def test_round_trip_of_a_random_program_to_the_timer_resolution(tmp_path):
     trace = random_events(5, n_ranks=5, steps=20, latency=0.01)
     back = read_otf2_events(write_otf2_events(trace, tmp_path / "run"))
@@ -244,10 +255,12 @@ def test_round_trip_of_a_random_program_to_the_timer_resolution(tmp_path):
     assert_close(back, trace)
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_round_trip_of_irregular_programs(tmp_path, seed):
-    trace = random_events(seed, n_ranks=4, steps=10, irregular=True)
-    assert_close(read_otf2_events(write_otf2_events(trace, tmp_path / "run")), trace)
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), ranks=st.integers(1, 5), irregular=st.booleans())
+def test_round_trip_of_random_programs(seed, ranks, irregular, tmp_path_factory):
+    trace = random_events(seed, n_ranks=ranks, steps=8, irregular=irregular)
+    path = tmp_path_factory.mktemp("otf2") / "run"
+    assert_close(read_otf2_events(write_otf2_events(trace, path)), trace)
 
 
 def test_a_simulated_run_round_trips_with_its_attrs(tmp_path):

@@ -305,7 +305,7 @@ def _read_records(reader, ranks: dict, scales: dict, anchor: Path, time_of) -> l
             metric = event.metric
             members = (metric.metric_class.members if hasattr(metric, "metric_class")
                        else metric.members)
-            for member, value in zip(members, event.values, strict=True):
+            for member, value in zip(members, event.values, strict=False):
                 if member.name in scales:
                     positions, times, values = rank.samples.setdefault(member.name,
                                                                        ([], [], []))
