@@ -227,6 +227,10 @@ def test_the_metrics_option_names_members_and_sources(tmp_path):
     assert back.sources == ["daemon"]
     assert back.data["noise_daemon"].equals(small_expected()["noise_daemon"])
     assert read_otf2_events(SHIPPED, metrics="noise_tick").sources == ["tick"]
+    assert read_otf2_events(SHIPPED, latency=1e-6).latency == 1e-6
+    with pytest.raises(ValueError, match=r"recv from rank 0 \(tag 5\) ends at 5.2e-05 s, "
+                                         r"before its send starts"):
+        read_otf2_events(SHIPPED, latency=3e-6)  # the first message took 2 µs
 
 
 # ---------------------------------------------------------------------- round trip

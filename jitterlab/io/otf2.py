@@ -534,7 +534,7 @@ def _damaged_locations(anchor: Path) -> str:
             complete = False
         if not complete:
             bad.append(f"rank {rank} ({name}) after {count} records"
-                       + ("" if last is None else f" (last timestamp {last})"))
+                       + ("" if last is None else f" (last timestamp {last} ticks)"))
     return f"; unreadable events: {', '.join(bad)}" if bad else ""
 
 
