@@ -434,8 +434,11 @@ def _kind_of(path) -> str:
         return "parquet"
     if suffix in _NETCDF_SUFFIXES:
         return "netcdf"
+    if suffix == ".otf2":
+        return "otf2"
     raise ValueError(f"{Path(path).name}: unknown event-trace format; use a name ending in "
-                     f"{' or '.join(_PARQUET_SUFFIXES + _NETCDF_SUFFIXES)}")
+                     f"{' or '.join(_PARQUET_SUFFIXES + _NETCDF_SUFFIXES)} (or an OTF2 "
+                     f"archive, .otf2)")
 
 
 def _document(trace: EventTrace) -> str:
@@ -501,7 +504,9 @@ def write_events(trace: EventTrace, path) -> Path:
 
 
 def read_events(path) -> EventTrace:
-    """Read an event trace written by :func:`write_events` (the suffix gives the format).
+    """Read an event trace written by :func:`write_events` (the suffix gives the format),
+    or an OTF2 archive (``.otf2``: its anchor file or directory, see
+    :func:`jitterlab.io.read_otf2_events`).
 
     Raises
     ------
@@ -511,6 +516,10 @@ def read_events(path) -> EventTrace:
     """
     path = Path(path)
     kind = _kind_of(path)
+    if kind == "otf2":
+        from .io.otf2 import read_otf2_events
+
+        return read_otf2_events(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such event-trace file")
     if kind == "parquet":

@@ -417,3 +417,9 @@ if __name__ == "__main__":  # write the shipped archive again
 
     shutil.rmtree(SHIPPED, ignore_errors=True)
     print(write_program(SHIPPED, SMALL))
+
+
+def test_read_events_reads_an_otf2_archive_by_its_suffix():
+    # jl.read_events dispatches on ".otf2", for the directory and for its anchor file
+    for path in (SHIPPED, SHIPPED / "traces.otf2"):
+        assert jl.read_events(path).equals(read_otf2_events(SHIPPED))
