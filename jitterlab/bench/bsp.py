@@ -597,13 +597,37 @@ def write_bsp(run, path) -> Path:
         if run.attrs.get("source") != SOURCE or run.file is None:
             raise ValueError("write_bsp writes the event trace of a BSP run read by read_bsp")
         run = _read_dataset(run.file)
-    return write_dataset(run, path, compressed=RECORDS, what="BSP benchmark run")
+    # one int64 variable for all records: an HDF5 variable costs several kB of its own,
+    # more than a record of a few thousand phases takes compressed
+    packed = run.drop_vars([*RECORDS, "phase"], errors="ignore").assign(records=(
+        ("record", "rank", "phase"),
+        np.stack([run[name].values.astype(np.int64) for name in RECORDS]),
+        {"units": "cycles (a count for injected_detours and interruptions)",
+         "long_name": "what the benchmark recorded per rank and phase, one record each"}))
+    packed = packed.assign_coords(record=("record", np.array(RECORDS),
+                                          {"long_name": "name of the record"}))
+    return write_dataset(packed, path, compressed=["records"], what="BSP benchmark run")
 
 
 def _read_dataset(path):
     """The run as recorded: counter reads per rank and phase (dims rank, phase)."""
-    return read_run(path, kind=KIND, source=SOURCE, what="BSP benchmark",
-                    bool_attrs=_BOOL_ATTRS, from_store=_dataset_from_store)
+    dataset = read_run(path, kind=KIND, source=SOURCE, what="BSP benchmark",
+                       bool_attrs=_BOOL_ATTRS, from_store=_dataset_from_store)
+    if "records" not in dataset:
+        return dataset
+    names = [str(name) for name in dataset["record"].values]
+    if sorted(names) != sorted(RECORDS):
+        raise ValueError(f"{Path(path).name}: records {names}, expected {list(RECORDS)}")
+    records = dataset["records"].values
+    unpacked = {}
+    for name in RECORDS:
+        values = records[names.index(name)]
+        count = name in ("injected_detours", "interruptions")
+        unpacked[name] = (("rank", "phase"), values.astype(np.int32) if count else values,
+                          {"units": "1" if count else "cycles",
+                           "long_name": _LONG_NAMES[name]})
+    return dataset.drop_vars(["records", "record"]).assign(unpacked).assign_coords(
+        phase=("phase", np.arange(records.shape[2]), {"units": "1", "long_name": "phase"}))
 
 
 def is_bsp_file(path) -> bool:
