@@ -32,6 +32,7 @@ extensions = [
 
 templates_path = ["_templates"]
 html_static_path = ["_static"]
+html_css_files = ["jitterlab.css"]
 exclude_patterns = ["_build", "**/.ipynb_checkpoints", "Thumbs.db", ".DS_Store"]
 root_doc = "index"
 
