@@ -317,6 +317,11 @@ def _add_measure_bsp(benchmarks) -> None:
     bsp.add_argument("--threshold", metavar="S", type=float, default=None,
                      help="loop steps longer than S seconds are interruptions (default: as "
                      "the detour benchmark, max(10 t_min, 4 median loop time))")
+    bsp.add_argument("--poll", action="store_true",
+                     help="start the collective non-blocking and complete it with a loop of "
+                     "MPI_Test that records its own interruptions (longer than max(threshold, "
+                     "10 us)) as the collective's noise; default: a blocking collective, "
+                     "whose noise cannot be observed and is recorded as 0")
     bsp.add_argument("--chunk-seconds", metavar="S", type=float, default=1.0,
                      help="gather and store the records about every S seconds (default: 1)")
     bsp.add_argument("-o", "--output", metavar="FILE", type=Path, required=True,
@@ -627,7 +632,7 @@ def _measure_bsp(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     return _run_under_mpi(args, parser, "bsp", bsp, lambda: bsp.bsp_benchmark(
         args.phases, args.work, args.output, collective=args.collective,
         inject_period=args.inject_period, inject_duration=args.inject_duration,
-        inject_seed=args.inject_seed, threshold=args.threshold,
+        inject_seed=args.inject_seed, threshold=args.threshold, poll=args.poll,
         chunk_seconds=args.chunk_seconds, overwrite=args.force, keep_chunks=args.keep_chunks,
         progress=not args.no_progress, command=_command_line(args)), _print_bsp_summary)
 
@@ -640,7 +645,8 @@ def _print_bsp_summary(path: Path, events) -> None:
                 f"{_seconds(attrs['inject_period'])}" if attrs.get("injector")
                 else "no injection")
     print(f"{path}: BSP run ({state}), {events.n_ranks} ranks, {attrs['phases_done']} phases "
-          f"of w = {_seconds(attrs['work'])} + {attrs['collective']}, {injector}; "
+          f"of w = {_seconds(attrs['work'])} + {attrs['collective']}"
+          f"{' (polled)' if attrs.get('poll') else ''}, {injector}; "
           f"{_seconds(attrs['measured_duration'])} in phases")
     data = events.data
     for rank in range(events.n_ranks):

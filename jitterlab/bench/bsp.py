@@ -55,7 +55,7 @@ from tqdm import tqdm
 
 from . import _chunks
 from ._machine import check_integer, check_seconds, pinned, utc_now
-from ._mpi import _check_handle, call_barrier, handle, mpi_functions
+from ._mpi import STATUS_WORDS, _check_handle, call_barrier, handle, mpi_functions
 from ._ncfile import has_source, read_run, write_dataset
 from ._ranks import check_status, collectively, rank_coordinates, ranks_and_cpus, run_metadata
 from ._tsc import calibrate_tsc, check_cycle_counter, read_tsc
@@ -74,7 +74,10 @@ STORE_SUFFIX = ".bsp"
 COLLECTIVES = ("barrier", "allreduce")
 #: what the kernel records per rank and phase, in the order of its output rows
 RECORDS = ("compute_start", "compute_end", "collective_end", "injected", "other",
-           "injected_detours", "interruptions")
+           "injected_detours", "interruptions", "collective_noise",
+           "collective_interruptions")
+#: the records that count events (the others are counter cycles)
+_COUNTS = ("injected_detours", "interruptions", "collective_interruptions")
 _TIMES = RECORDS[:3]
 _LONG_NAMES = {
     "compute_start": "counter read at which the compute interval starts",
@@ -87,6 +90,10 @@ _LONG_NAMES = {
     "injected_detours": "number of injected detours inside the compute interval",
     "interruptions": "number of interruptions above the threshold inside the compute "
                      "interval (other than the injected detours)",
+    "collective_noise": "steps of the MPI_Test loop longer than the wait threshold inside "
+                        "the collective (polled collectives only; else 0)",
+    "collective_interruptions": "number of steps of the MPI_Test loop longer than the wait "
+                                "threshold (polled collectives only)",
 }
 #: loop phases run before measuring (compile, first touch, check the MPI calls)
 _WARMUP_PHASES = 3
@@ -97,7 +104,11 @@ _CAPACITY_MAX = 1 << 18
 _MAX_INTERRUPTED_FRACTION = 0.01
 #: Dataset attributes stored as 0/1 in netCDF and read back as bool
 _BOOL_ATTRS = ("oversubscribed", "pinned", "complete", "interrupted", "tsc_invariant",
-               "injector")
+               "injector", "poll")
+#: the MPI functions the kernel calls, in the order of its ``functions`` argument
+_MPI_FUNCTIONS = ("MPI_Barrier", "MPI_Allreduce", "MPI_Ibarrier", "MPI_Iallreduce", "MPI_Test")
+#: a polled collective counts MPI_Test loop steps longer than this as noise (at least) [s]
+_WAIT_THRESHOLD = 10e-6
 #: chunk-store metadata that become per-rank variables or coordinates, not attributes
 _PER_RANK = ("host", "node", "cpu", "frequency_hz", "tsc_calibration_spread",
              "injector_phase", "mean_loop_time")
@@ -105,8 +116,38 @@ _STORE_KEYS = ("format", "version", "kind", "unit")
 
 
 # --------------------------------------------------------------------------------------
-# MPI_Allreduce from numba
+# MPI_Allreduce, MPI_Ibarrier, MPI_Iallreduce and MPI_Test from numba
 # --------------------------------------------------------------------------------------
+def _check_arrays(**arrays):
+    for name, array in arrays.items():
+        if not isinstance(array, types.Array) or array.layout != "C":
+            raise TypeError(f"{name} must be a C-contiguous array, got {array}")
+
+
+def _data(context, builder, array_type, array_value):
+    """The data pointer of an array, as ``i8*``."""
+    array = context.make_array(array_type)(context, builder, array_value)
+    return builder.bitcast(array.data, ir.IntType(8).as_pointer())
+
+
+def _reduce_call(context, builder, signature, args, with_request):
+    """``MPI_[I]allreduce(send, receive, send.size, datatype, op, comm[, request])``."""
+    int32 = ir.IntType(32)
+    byte_pointer = ir.IntType(8).as_pointer()
+    address, send, receive, datatype, op, comm = args[:6]
+    types_ = signature.args
+    arguments = [byte_pointer, byte_pointer, int32, ir.IntType(types_[3].bitwidth),
+                 ir.IntType(types_[4].bitwidth), ir.IntType(types_[5].bitwidth)]
+    count = builder.trunc(context.make_array(types_[1])(context, builder, send).nitems, int32)
+    values = [_data(context, builder, types_[1], send),
+              _data(context, builder, types_[2], receive), count, datatype, op, comm]
+    if with_request:
+        arguments.append(byte_pointer)
+        values.append(_data(context, builder, types_[6], args[6]))
+    function_type = ir.FunctionType(int32, arguments)
+    return builder.call(builder.inttoptr(address, function_type.as_pointer()), values)
+
+
 @intrinsic
 def call_allreduce(typingctx, function, send, receive, datatype, op, comm):
     """``MPI_Allreduce(send, receive, send.size, datatype, op, comm)``; numba code only.
@@ -117,43 +158,92 @@ def call_allreduce(typingctx, function, send, receive, datatype, op, comm):
     """
     if not isinstance(function, types.Integer):
         return None
-    for name, buffer in (("send", send), ("receive", receive)):
-        if not isinstance(buffer, types.Array) or buffer.layout != "C":
-            raise TypeError(f"{name} must be a C-contiguous array, got {buffer}")
-    _check_handle("datatype", datatype)
-    _check_handle("op", op)
-    _check_handle("comm", comm)
+    _check_arrays(send=send, receive=receive)
+    for name, value in (("datatype", datatype), ("op", op), ("comm", comm)):
+        _check_handle(name, value)
 
     def codegen(context, builder, signature, args):
-        address, send_value, receive_value, datatype_value, op_value, comm_value = args
-        int32 = ir.IntType(32)
-        byte_pointer = ir.IntType(8).as_pointer()
-        function_type = ir.FunctionType(
-            int32, [byte_pointer, byte_pointer, int32, ir.IntType(datatype.bitwidth),
-                    ir.IntType(op.bitwidth), ir.IntType(comm.bitwidth)])
-        pointer = builder.inttoptr(address, function_type.as_pointer())
-        send_array = context.make_array(send)(context, builder, send_value)
-        receive_array = context.make_array(receive)(context, builder, receive_value)
-        count = builder.trunc(send_array.nitems, int32)
-        return builder.call(pointer, [builder.bitcast(send_array.data, byte_pointer),
-                                      builder.bitcast(receive_array.data, byte_pointer),
-                                      count, datatype_value, op_value, comm_value])
+        return _reduce_call(context, builder, signature, args, False)
 
     return types.int32(function, send, receive, datatype, op, comm), codegen
+
+
+@intrinsic
+def call_iallreduce(typingctx, function, send, receive, datatype, op, comm, request):
+    """``MPI_Iallreduce(send, receive, send.size, datatype, op, comm, request)``; numba
+    code only. ``request`` is an int64 array of one element: room for the request handle
+    of any MPI library (an int in MPICH, a pointer in Open MPI). Returns the error code.
+    """
+    if not isinstance(function, types.Integer):
+        return None
+    _check_arrays(send=send, receive=receive, request=request)
+    for name, value in (("datatype", datatype), ("op", op), ("comm", comm)):
+        _check_handle(name, value)
+
+    def codegen(context, builder, signature, args):
+        return _reduce_call(context, builder, signature, args, True)
+
+    return types.int32(function, send, receive, datatype, op, comm, request), codegen
+
+
+@intrinsic
+def call_ibarrier(typingctx, function, comm, request):
+    """``MPI_Ibarrier(comm, request)``; numba code only (``request`` as for
+    :func:`call_iallreduce`). Returns the MPI error code."""
+    if not isinstance(function, types.Integer):
+        return None
+    _check_handle("comm", comm)
+    _check_arrays(request=request)
+
+    def codegen(context, builder, signature, args):
+        address, comm_value, request_value = args
+        function_type = ir.FunctionType(ir.IntType(32), [ir.IntType(comm.bitwidth),
+                                                         ir.IntType(8).as_pointer()])
+        return builder.call(builder.inttoptr(address, function_type.as_pointer()),
+                            [comm_value, _data(context, builder, request, request_value)])
+
+    return types.int32(function, comm, request), codegen
+
+
+@intrinsic
+def call_test(typingctx, function, request, flag, status):
+    """``MPI_Test(request, flag, status)``; numba code only. ``flag`` is an int32 array of
+    one element (set to 1 once the operation has completed), ``status`` an int64 array of
+    :data:`jitterlab.bench._mpi.STATUS_WORDS` words. Returns the MPI error code."""
+    if not isinstance(function, types.Integer):
+        return None
+    _check_arrays(request=request, flag=flag, status=status)
+
+    def codegen(context, builder, signature, args):
+        address, request_value, flag_value, status_value = args
+        byte_pointer = ir.IntType(8).as_pointer()
+        function_type = ir.FunctionType(ir.IntType(32), [byte_pointer] * 3)
+        return builder.call(builder.inttoptr(address, function_type.as_pointer()),
+                            [_data(context, builder, request, request_value),
+                             _data(context, builder, flag, flag_value),
+                             _data(context, builder, status, status_value)])
+
+    return types.int32(function, request, flag, status), codegen
 
 
 # --------------------------------------------------------------------------------------
 # the timed loop
 # --------------------------------------------------------------------------------------
 @numba.njit(cache=True)
-def _bsp_loop(collective, barrier, allreduce, comm, double, op, send, receive, work,
-              threshold, count, period, duration, next_detour, out):
+def _bsp_loop(collective, poll, functions, comm, double, op, send, receive, request, flag,
+              mpi_status, work, threshold, wait_threshold, count, period, duration,
+              next_detour, out):
     """Run ``count`` phases of compute + collective; no allocation, no Python.
 
-    ``work``, ``threshold``, ``period``, ``duration`` and ``next_detour`` (the counter
-    value at which the next injected detour is due) are in counter cycles; ``period`` 0
-    injects nothing. ``collective`` 0 calls ``MPI_Barrier``, 1 ``MPI_Allreduce`` (sum of
-    one double). ``out`` (7, capacity) receives the :data:`RECORDS` of each phase.
+    ``work``, ``threshold``, ``wait_threshold``, ``period``, ``duration`` and
+    ``next_detour`` (the counter value at which the next injected detour is due) are in
+    counter cycles; ``period`` 0 injects nothing. ``collective`` 0 is the barrier, 1 the
+    allreduce (sum of one double); ``functions`` holds the addresses of ``MPI_Barrier``,
+    ``MPI_Allreduce``, ``MPI_Ibarrier``, ``MPI_Iallreduce`` and ``MPI_Test``. With
+    ``poll`` the collective is started non-blocking and completed by a loop of
+    ``MPI_Test`` that reads the counter: its steps longer than ``wait_threshold`` are the
+    collective's noise. ``out`` (len(RECORDS), capacity) receives the :data:`RECORDS` of
+    each phase.
 
     Returns ``(phases done, MPI error code, next_detour, detours dropped, loop steps)``:
     a detour falls due either inside a compute interval (it is injected) or while the
@@ -196,12 +286,34 @@ def _bsp_loop(collective, barrier, allreduce, comm, double, op, send, receive, w
                 next_detour += period
             previous = now
         end = now
-        if collective == 0:
-            status = call_barrier(barrier, comm)
-        else:
+        waited = 0
+        n_waited = 0
+        if collective == 1:
             send[0] = (end - start) * 1.0
-            status = call_allreduce(allreduce, send, receive, double, op, comm)
-        now = read_tsc()
+        if not poll:
+            if collective == 0:
+                status = call_barrier(functions[0], comm)
+            else:
+                status = call_allreduce(functions[1], send, receive, double, op, comm)
+            now = read_tsc()
+        else:
+            if collective == 0:
+                status = call_ibarrier(functions[2], comm, request)
+            else:
+                status = call_iallreduce(functions[3], send, receive, double, op, comm,
+                                         request)
+            previous = end
+            flag[0] = 0
+            while status == 0:
+                status = call_test(functions[4], request, flag, mpi_status)
+                now = read_tsc()
+                delta = now - previous
+                if delta > wait_threshold:
+                    waited += delta
+                    n_waited += 1
+                if flag[0] != 0:
+                    break
+                previous = now
         if status != 0:
             break
         out[0, n] = start
@@ -211,6 +323,8 @@ def _bsp_loop(collective, barrier, allreduce, comm, double, op, send, receive, w
         out[4, n] = other
         out[5, n] = n_injected
         out[6, n] = n_other
+        out[7, n] = waited
+        out[8, n] = n_waited
         n += 1
     return n, status, next_detour, dropped, steps
 
@@ -219,7 +333,7 @@ def _bsp_loop(collective, barrier, allreduce, comm, double, op, send, receive, w
 # arguments and targets
 # --------------------------------------------------------------------------------------
 def _check_arguments(phases, work, output, collective, inject_period, inject_duration,
-                     inject_seed, threshold, chunk_seconds) -> tuple:
+                     inject_seed, threshold, poll, chunk_seconds) -> tuple:
     phases = check_integer("phases", phases, 1)
     work = check_seconds("work", work)
     chunk_seconds = check_seconds("chunk_seconds", chunk_seconds)
@@ -236,12 +350,14 @@ def _check_arguments(phases, work, output, collective, inject_period, inject_dur
     inject_seed = check_integer("inject_seed", inject_seed, 0)
     if threshold is not None:
         threshold = check_seconds("threshold", threshold)
+    if not isinstance(poll, bool | np.bool_):
+        raise ValueError(f"poll must be True or False, got {poll!r}")
     output = Path(output)
     if output.suffix.lower() != ".nc":
         raise ValueError(f"{output.name}: the BSP benchmark writes netCDF; name the output "
                          "FILE.nc")
     return (phases, work, output, collective, inject_period, inject_duration, inject_seed,
-            threshold, chunk_seconds)
+            threshold, bool(poll), chunk_seconds)
 
 
 def store_path(output) -> Path:
@@ -261,7 +377,7 @@ def target_problem(output, overwrite: bool = False) -> str | None:
 # --------------------------------------------------------------------------------------
 def bsp_benchmark(phases: int, work: float, output, collective: str = "barrier",
                   inject_period: float | None = None, inject_duration: float | None = None,
-                  inject_seed: int = 0, threshold: float | None = None,
+                  inject_seed: int = 0, threshold: float | None = None, poll: bool = False,
                   chunk_seconds: float = 1.0, comm=None, *, pin: bool = True,
                   overwrite: bool = False, keep_chunks: bool = False,
                   progress: bool = True, command: str | None = None):
@@ -298,6 +414,13 @@ def bsp_benchmark(phases: int, work: float, output, collective: str = "barrier",
         A loop step longer than this is an interruption (local noise). Default, as the
         detour benchmark: ``max(10·t_min, 4·median loop time)`` of a probe run on the
         rank just before. [s]
+    poll : bool, default False
+        Start the collective non-blocking (``MPI_Ibarrier``, ``MPI_Iallreduce``) and
+        complete it with a loop of ``MPI_Test`` that reads the counter: the loop's steps
+        longer than the wait threshold (``max(threshold, 10 µs)``; an ``MPI_Test`` call
+        itself may take microseconds) are recorded as noise of the collective interval.
+        Without it (the default) the rank waits inside ``MPI_Barrier``/``MPI_Allreduce``,
+        where nothing can be observed, and collective intervals carry noise 0.
     chunk_seconds : float, default 1.0
         About how often the records are gathered to rank 0 and stored (a chunk holds
         ``ceil(chunk_seconds / work)`` phases). [s]
@@ -331,11 +454,14 @@ def bsp_benchmark(phases: int, work: float, output, collective: str = "barrier",
 
     Notes
     -----
-    Noise is measured only inside compute intervals: inside the collective the rank is
-    in the MPI library, where no busy loop can see an interruption, so collective
-    intervals carry noise 0 (noise that strikes there is either absorbed in waiting or
-    lengthens the collective, and the estimate cannot remove it). The injected detours
-    are wall-time spins: an interruption during a spin is part of the spin.
+    By default noise is measured only inside compute intervals: inside a blocking
+    collective the rank is in the MPI library, where no busy loop can see an
+    interruption, so collective intervals carry noise 0 (noise that strikes there is
+    either absorbed in waiting or lengthens the collective, and the estimate cannot
+    remove it). With ``poll=True`` the wait is a loop of the benchmark's own, and its
+    long steps (a preemption, say) are recorded as the collective's ``noise_other``.
+    The injected detours are wall-time spins: an interruption during a spin is part of
+    the spin.
 
     References
     ----------
@@ -353,9 +479,10 @@ def bsp_benchmark(phases: int, work: float, output, collective: str = "barrier",
     """
     requested = dict(phases=phases, work=work, collective=collective,
                      inject_period=inject_period, inject_duration=inject_duration,
-                     inject_seed=inject_seed, threshold=threshold, chunk_seconds=chunk_seconds)
+                     inject_seed=inject_seed, threshold=threshold, poll=poll,
+                     chunk_seconds=chunk_seconds)
     checked = _check_arguments(phases, work, output, collective, inject_period,
-                               inject_duration, inject_seed, threshold, chunk_seconds)
+                               inject_duration, inject_seed, threshold, poll, chunk_seconds)
     output = checked[2]
     if command is None:
         command = "jitterlab.bench.bsp_benchmark(" + ", ".join(
@@ -379,15 +506,15 @@ def _set_up_rank(threshold, MPI) -> dict:
     loop_times = probe_loop()
     t_min = float(loop_times.min())
     median = float(np.median(loop_times))
-    barrier, allreduce = mpi_functions(MPI, ("MPI_Barrier", "MPI_Allreduce"))
+    functions = mpi_functions(MPI, _MPI_FUNCTIONS)
     return {"frequency_hz": calibration.frequency_hz,
             "tsc_calibration_spread": calibration.relative_spread,
             "tsc_invariant": calibration.invariant, "t_min": t_min, "median": median,
-            "barrier": barrier, "allreduce": allreduce}
+            "functions": np.array(functions, dtype=np.int64)}
 
 
 def _run(comm, MPI, phases, work, output, collective, inject_period, inject_duration,
-         inject_seed, threshold, chunk_seconds, pin, overwrite, keep_chunks, progress,
+         inject_seed, threshold, poll, chunk_seconds, pin, overwrite, keep_chunks, progress,
          command):
     rank, size = comm.Get_rank(), comm.Get_size()
     root = rank == 0
@@ -420,10 +547,13 @@ def _run(comm, MPI, phases, work, output, collective, inject_period, inject_dura
         work_cycles = round(work * frequency)
         period = 0 if inject_period is None else round(inject_period * frequency)
         duration = 0 if inject_duration is None else round(inject_duration * frequency)
-        kernel_args = (COLLECTIVES.index(collective), setup["barrier"], setup["allreduce"],
+        wait_threshold_cycles = max(threshold_cycles, round(_WAIT_THRESHOLD * frequency))
+        kernel_args = (COLLECTIVES.index(collective), poll, setup["functions"],
                        handle(MPI, comm), handle(MPI, MPI.DOUBLE), handle(MPI, MPI.SUM),
-                       np.zeros(1), np.zeros(1), np.int64(work_cycles),
-                       np.int64(threshold_cycles))
+                       np.zeros(1), np.zeros(1), np.zeros(1, dtype=np.int64),
+                       np.zeros(1, dtype=np.int32), np.zeros(STATUS_WORDS, dtype=np.int64),
+                       np.int64(work_cycles), np.int64(threshold_cycles),
+                       np.int64(wait_threshold_cycles))
         capacity = int(min(_CAPACITY_MAX, phases, max(1, math.ceil(chunk_seconds / work))))
         out = np.full((len(RECORDS), capacity), -1, dtype=np.int64)
 
@@ -461,6 +591,8 @@ def _run(comm, MPI, phases, work, output, collective, inject_period, inject_dura
                 "inject_seed": inject_seed, "injector": bool(period),
                 "threshold": threshold_cycles / frequency,
                 "threshold_cycles": threshold_cycles, "chunk_seconds": chunk_seconds,
+                "poll": poll, "wait_threshold": wait_threshold_cycles / frequency
+                if poll else None,
                 "clock_frequency_hz": frequency, "origin_cycles": origin,
                 "clock": "rdtsc (llvm.readcyclecounter) of the one host, shared by all ranks; "
                          "converted with rank 0's calibration (clock_frequency_hz)",
@@ -553,8 +685,8 @@ def _dataset_from_store(metadata: dict, chunks: list[dict], name: str):
     for record in RECORDS:
         values = np.concatenate([np.asarray(chunk[record], dtype=np.int64) for chunk in chunks],
                                 axis=1)
-        unit = "1" if record in ("injected_detours", "interruptions") else "cycles"
-        if record in ("injected_detours", "interruptions"):
+        unit = "1" if record in _COUNTS else "cycles"
+        if record in _COUNTS:
             values = values.astype(np.int32)
         data_vars[record] = (("rank", "phase"), values,
                              {"units": unit, "long_name": _LONG_NAMES[record]})
@@ -622,7 +754,7 @@ def _read_dataset(path):
     unpacked = {}
     for name in RECORDS:
         values = records[names.index(name)]
-        count = name in ("injected_detours", "interruptions")
+        count = name in _COUNTS
         unpacked[name] = (("rank", "phase"), values.astype(np.int32) if count else values,
                           {"units": "1" if count else "cycles",
                            "long_name": _LONG_NAMES[name]})
@@ -646,6 +778,7 @@ def _events(dataset, path: Path):
     end = dataset["collective_end"].values
     injected = dataset["injected"].values
     other = dataset["other"].values
+    waited = dataset["collective_noise"].values
     # per rank: compute, collective, compute, ... (seq 2k and 2k + 1 for phase k)
     shape = (n_ranks, 2 * n_phases)
 
@@ -666,9 +799,9 @@ def _events(dataset, path: Path):
         "end": interleave(middle, end) / frequency,
         "peer": np.full(2 * n_ranks * n_phases, -1, dtype=np.int64),
         "tag": np.tile(np.repeat(dataset["phase"].values.astype(np.int64), 2), n_ranks),
-        "noise_combined": interleave(injected + other, zero) / frequency,
+        "noise_combined": interleave(injected + other, waited) / frequency,
         "noise_injected": interleave(injected, zero) / frequency,
-        "noise_other": interleave(other, zero) / frequency,
+        "noise_other": interleave(other, waited) / frequency,
     })
     attrs = {key: value for key, value in dataset.attrs.items() if value is not None}
     for key in ("host", "cpu", "frequency_hz", "injector_phase", "injector_dropped"):
@@ -712,7 +845,8 @@ def read_bsp(path):
         0's counter read after the first barrier), one clock for all ranks. Noise
         columns: ``noise_injected`` (the injected detours), ``noise_other`` (every other
         interruption of the busy loop above the threshold) and their sum
-        ``noise_combined``; 0 in collective intervals (not measurable there). ``attrs``:
+        ``noise_combined``; in collective intervals 0 (not measurable inside a blocking
+        collective), or with ``poll`` the long steps of the ``MPI_Test`` loop. ``attrs``:
         the run's settings (``phases``, ``work``, ``collective``, ``inject_period``,
         ``inject_duration``, ``inject_seed``, ``threshold``), the machine, the MPI
         library, ``clock_frequency_hz``, per rank ``injected_detours``,
