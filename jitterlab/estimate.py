@@ -47,6 +47,8 @@ References
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 import pandas as pd
@@ -55,7 +57,7 @@ import xarray as xr
 from ._provenance import provenance_attrs
 from .events import COLLECTIVE, COMPUTE, KINDS, RECV, SEND, EventTrace
 
-__all__ = ["accumulated_noise", "approximate_timeline"]
+__all__ = ["accumulated_noise", "approximate_timeline", "against_simulation"]
 
 _RUNNABLE, _WAIT_MESSAGE, _WAIT_COLLECTIVE, _DONE = range(4)
 _COMPUTE, _SEND, _RECV = COMPUTE, SEND, RECV
@@ -400,3 +402,47 @@ def accumulated_noise(events: EventTrace, sources=None) -> xr.Dataset:
              "latency": events.latency, "n_intervals": len(events), **trace_attrs,
              **provenance_attrs()}
     return xr.Dataset(data, coords=coords, attrs=attrs)
+
+
+def against_simulation(trace, n: int, work: float, phases: int, barrier=None,
+                       start="random", rng=None) -> dict:
+    """The estimate of a simulated run against its true cost (seed 003's validation).
+
+    Runs ``jl.simulate(trace, n, work, phases, start, barrier, rng, detail="events")``,
+    estimates the accumulated noise of the run and compares it with the truth, the
+    noisy makespan minus that of the same run on a trace without jitter. With a barrier
+    model it also estimates from :meth:`~jitterlab.events.EventTrace.opaque_collectives`,
+    the trace a tracer that sees the barrier as one call would record.
+
+    Parameters
+    ----------
+    trace : jitterlab.Trace
+    n, work, phases, barrier, start, rng
+        As for :func:`jitterlab.simulate` (``work`` [s]).
+
+    Returns
+    -------
+    dict
+        ``n``, ``work`` [s], ``phases``, ``barrier`` (its description), ``intervals``,
+        ``makespan``, ``noiseless_makespan``, ``true_cost``, ``estimate`` [s], ``error``
+        (estimate / true cost − 1) [-], and with a barrier model ``opaque_estimate`` [s]
+        and ``opaque_error`` [-] (NaN without one).
+    """
+    from .simulate import simulate
+
+    events = simulate(trace, n=n, work=work, phases=phases, start=start, barrier=barrier,
+                      rng=rng, detail="events")
+
+    def run_cost(trace):
+        return float(accumulated_noise(trace, sources="combined")["run_accumulated"][0])
+
+    truth = events.attrs["makespan"] - events.attrs["noiseless_makespan"]
+    estimate = run_cost(events)
+    opaque = run_cost(events.opaque_collectives()) if barrier is not None else math.nan
+    return {"n": int(n), "work": float(work), "phases": int(phases),
+            "barrier": events.attrs["barrier"], "intervals": len(events),
+            "makespan": events.attrs["makespan"],
+            "noiseless_makespan": events.attrs["noiseless_makespan"], "true_cost": truth,
+            "estimate": estimate, "error": estimate / truth - 1.0 if truth > 0 else math.nan,
+            "opaque_estimate": opaque,
+            "opaque_error": opaque / truth - 1.0 if truth > 0 else math.nan}
