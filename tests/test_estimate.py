@@ -385,3 +385,18 @@ def test_receives_in_any_order_follow_the_approximated_arrivals():
     with pytest.raises(ValueError, match="rank 0, interval seq 0: any_order is set on a "
                                          "non-recv"):
         jl.EventTrace(frame)
+
+
+def test_against_simulation_reports_the_truth_and_both_views():
+    tree = jl.TreeBarrier(send=1e-6, recv=1e-6, latency=2e-6)
+    result = jl.estimate.against_simulation(_trace(), 32, 1e-4, 30, barrier=tree, rng=2)
+    events = jl.simulate(_trace(), n=32, work=1e-4, phases=30, barrier=tree, rng=2,
+                         detail="events")
+    assert result["true_cost"] == events.attrs["makespan"] - events.attrs["noiseless_makespan"]
+    assert result["intervals"] == len(events) == 30 * (32 + 4 * 31)
+    assert abs(result["error"]) < rounding(events) / result["true_cost"]
+    opaque = float(accumulated_noise(events.opaque_collectives(), "combined")["run_accumulated"][0])
+    assert result["opaque_estimate"] == opaque
+    assert result["opaque_error"] == pytest.approx(opaque / result["true_cost"] - 1, rel=1e-12)
+    ideal = jl.estimate.against_simulation(_trace(), 32, 1e-4, 30, rng=2)
+    assert ideal["barrier"] == "wait for the slowest" and np.isnan(ideal["opaque_error"])
