@@ -55,9 +55,10 @@ MEASUREMENT_COLUMNS = ("file", "kind", "variant", "cpu", "ranks", "work", "thres
                        "cpu_model", "n_cpus", "kernel", "load_before", "load_after", "bytes",
                        "sha256", "command", "description")
 
-#: kinds of the shipped measurements: jitterlab's own benchmarks, and ROSS's PHOLD model
-#: run on the same machine (issue #12, a table of parsed runs)
-MEASUREMENT_KINDS = ("detour", "fwq", "pb", "latency", "ross_phold")
+#: kinds of the shipped measurements: jitterlab's own benchmarks, ROSS's PHOLD model
+#: run on the same machine (issue #12, a table of parsed runs) and the BSP runs with their
+#: event traces (issue #10, read with jitterlab.bench.read_bsp)
+MEASUREMENT_KINDS = ("detour", "fwq", "pb", "latency", "ross_phold", "bsp")
 
 #: variants of the shipped detour traces and Parallel Benchmark runs
 DETOUR_VARIANTS = ("fixed_threshold", "default_threshold", "session")
@@ -215,7 +216,8 @@ def list_measurements() -> pd.DataFrame:
     pandas.DataFrame
         Indexed by ``file`` (the name inside ``data/measured/``), with the columns of
         :data:`MEASUREMENT_COLUMNS`: ``kind`` (one of :data:`MEASUREMENT_KINDS`:
-        ``"detour"``, ``"fwq"``, ``"pb"``, ``"latency"``, ``"ross_phold"``), ``variant``
+        ``"detour"``, ``"fwq"``, ``"pb"``, ``"latency"``, ``"ross_phold"``, ``"bsp"``),
+        ``variant``
         (one of :data:`DETOUR_VARIANTS` for detour traces, of :data:`PB_VARIANTS` for PB
         runs, ``"default"`` for latency runs and the ROSS PHOLD table), ``cpu``
         (detour and FWQ), ``ranks`` (PB and latency), ``work`` [s] (FWQ and PB),
