@@ -110,6 +110,27 @@ class TreeBarrier:
         inner = ", ".join(f"{k}={v}" for k, v in fields.items())
         return f"TreeBarrier({inner})"
 
+    def run(self, table, offsets, work, phases, detail, ops=False):
+        """Phase times, compute times, end times and operation ends of one run [s].
+
+        With ``ops`` the last is ``[phase, task, op]`` in the layout of
+        :func:`jitterlab._simkernels.run_tree_barrier`, NaN where a task has no such
+        operation.
+        """
+        n_tasks = offsets.size
+        shape = (phases, n_tasks) if detail else (0, 0)
+        compute, end_times = np.zeros(shape), np.zeros(shape)
+        fanout = int(self.fanout)
+        op_ends = np.full((phases, n_tasks, 2 * fanout + 3) if ops else (0, 0, 0), np.nan)
+        intra = self.latency if self.intra_node_latency is None else self.intra_node_latency
+        phase_end = _simkernels.run_tree_barrier(
+            table, offsets, work, phases, fanout, float(self.send), float(self.recv),
+            float(self.latency), float(intra), int(self.cores_per_node or 0),
+            tree_levels(n_tasks, fanout), compute, end_times, op_ends)
+        theta = np.diff(phase_end, prepend=0.0)
+        return (theta, (compute if detail else None), (end_times if detail else None),
+                (op_ends if ops else None))
+
 
 def tree_levels(n: int, fanout: int) -> np.ndarray:
     """First task index of every level of a breadth-first complete tree, plus n."""
@@ -178,38 +199,23 @@ def _as_counts(n) -> np.ndarray:
 def _run(table, offsets, work, phases, barrier, detail, ops=False):
     """Phase times, compute times, end times and operation ends of one configuration [s].
 
-    The operation ends (``ops``, a barrier model only) are ``[phase, task, op]``, in the
-    layout of the barrier's kernel (:func:`jitterlab._simkernels.run_tree_barrier`,
-    :meth:`jitterlab.collectives.Dissemination.run`).
+    A barrier model runs itself (its ``run`` method, with the operation ends ``[phase,
+    task, op]`` when ``ops``); without one every task waits for the slowest.
     """
-    n_tasks = offsets.size
-    if isinstance(barrier, _RoundCollective):
+    if barrier is not None:
         return barrier.run(table, offsets, work, phases, detail, ops)
+    n_tasks = offsets.size
     shape = (phases, n_tasks) if detail else (0, 0)
-    compute = np.zeros(shape)
-    if barrier is None:
-        order = np.argsort(offsets, kind="stable")
-        sorted_compute = np.zeros(shape)
-        theta = _simkernels.run_without_barrier(table, offsets[order], work, phases, _CHUNKS,
-                                                sorted_compute)
-        ends = np.cumsum(theta)
-        if detail:
-            compute[:, order] = sorted_compute
-            end_times = np.repeat(ends[:, None], n_tasks, axis=1)
-            return theta, compute, end_times, None
+    order = np.argsort(offsets, kind="stable")
+    sorted_compute = np.zeros(shape)
+    theta = _simkernels.run_without_barrier(table, offsets[order], work, phases, _CHUNKS,
+                                            sorted_compute)
+    if not detail:
         return theta, None, None, None
-    end_times = np.zeros(shape)
-    fanout = int(barrier.fanout)
-    op_ends = np.full((phases, n_tasks, 2 * fanout + 3) if ops else (0, 0, 0), np.nan)
-    intra = barrier.latency if barrier.intra_node_latency is None else barrier.intra_node_latency
-    phase_end = _simkernels.run_tree_barrier(
-        table, offsets, work, phases, fanout,
-        float(barrier.send), float(barrier.recv), float(barrier.latency), float(intra),
-        int(barrier.cores_per_node or 0), tree_levels(n_tasks, fanout),
-        compute, end_times, op_ends)
-    theta = np.diff(phase_end, prepend=0.0)
-    return (theta, (compute if detail else None), (end_times if detail else None),
-            (op_ends if ops else None))
+    compute = np.zeros(shape)
+    compute[:, order] = sorted_compute
+    end_times = np.repeat(np.cumsum(theta)[:, None], n_tasks, axis=1)
+    return theta, compute, end_times, None
 
 
 def _quiet_table(period: float) -> np.ndarray:
