@@ -745,8 +745,9 @@ def _add_info_parser(commands) -> None:
 
 
 def _info(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from .bench import read_detour, read_fwq_samples, read_pb
+    from .bench import read_bsp, read_detour, read_fwq_samples, read_pb
     from .bench._chunks import store_kind
+    from .bench.bsp import is_bsp_file
     from .bench.fwq import is_fwq_samples_file
     from .bench.latency import is_latency_file, read_latency
     from .bench.pb import is_pb_file
@@ -764,6 +765,9 @@ def _info(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             if kind == "latency":
                 _print_latency_info(path, read_latency(path))
                 return 0
+            if kind == "bsp":
+                _print_bsp_summary(path, read_bsp(path))
+                return 0
             if kind != "detour":
                 parser.error(f"{path} is a directory but not a detour run (nor a Parallel "
                              "Benchmark or latency run)")
@@ -777,6 +781,9 @@ def _info(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             return 0
         elif args.format is None and is_latency_file(path):
             _print_latency_info(path, read_latency(path))
+            return 0
+        elif args.format is None and is_bsp_file(path):
+            _print_bsp_summary(path, read_bsp(path))
             return 0
         else:
             trace = read_trace(path, format=args.format)

@@ -226,6 +226,18 @@ def test_kept_chunks_read_like_the_file(runs):
 
 
 @needs_mpi
+def test_info_summarises_a_run_and_its_chunks(runs, capsys):
+    from jitterlab.cli import main
+
+    output, _, events, _ = runs["injected"]
+    for path in (output, bsp.store_path(output)):
+        assert main(["info", str(path)]) == 0
+        out = capsys.readouterr().out
+        assert "BSP run (complete), 2 ranks, 400 phases" in out
+        assert f"({events.attrs['injected_detours'][1]} detours)" in out
+
+
+@needs_mpi
 def test_no_overwrite_without_force(runs):
     output, _, _, _ = runs["allreduce"]
     before = output.read_bytes()
