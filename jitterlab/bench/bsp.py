@@ -8,21 +8,23 @@ Every MPI rank repeats, ``phases`` times::
              records it) and does not count as work, so interruptions lengthen the
              interval; optionally, a seeded injector spins away `inject_duration` every
              `inject_period` (recorded apart, as injected noise)
-    collective: MPI_Barrier, or MPI_Allreduce of one double
+    collective: MPI_Barrier, or MPI_Allreduce of one double; with `poll`, MPI_Ibarrier
+                or MPI_Iallreduce completed by a loop of MPI_Test that reads the counter
+                and records its steps longer than the wait threshold as noise
 
 and records, per rank and phase, when the compute interval started and ended, when the
 collective ended (the next compute starts at that same counter read) and the noise
-inside the compute interval. :func:`read_bsp` turns the run into a
-:class:`jitterlab.EventTrace` (one ``compute`` and one ``collective`` interval per phase,
-columns ``noise_combined`` = ``noise_injected`` + ``noise_other``), the input of
-:func:`jitterlab.estimate.accumulated_noise`. This is the benchmark of the validation
-of Nataraj et al. [1]_ (repeated phases of computation and a barrier, run without and
-with injected noise), on the machine at hand.
+inside the compute interval (and, polled, inside the collective). :func:`read_bsp` turns
+the run into a :class:`jitterlab.EventTrace` (one ``compute`` and one ``collective``
+interval per phase, columns ``noise_combined`` = ``noise_injected`` + ``noise_other``),
+the input of :func:`jitterlab.estimate.accumulated_noise`. This is the benchmark of the
+validation of Nataraj et al. [1]_ (repeated phases of computation and a barrier, run
+without and with injected noise), on the machine at hand.
 
-The phases are one numba kernel that calls ``MPI_Barrier``/``MPI_Allreduce`` of the MPI
-library directly (:mod:`jitterlab.bench._mpi`), as the Parallel Benchmark does. The run
-is cut into chunks of about ``chunk_seconds``; between chunks (outside the timed loop)
-the ranks gather their records to rank 0, which stores them as one file of a chunk store
+The phases are one numba kernel that calls the MPI library's C functions directly
+(:mod:`jitterlab.bench._mpi`), as the Parallel Benchmark does. The run is cut into
+chunks of about ``chunk_seconds``; between chunks (outside the timed loop) the ranks
+gather their records to rank 0, which stores them as one file of a chunk store
 (``<output>.bsp/``), so a killed run keeps every completed chunk. Each chunk starts
 after an (untimed) barrier. See ``docs/measure.md`` (section "A BSP run with its event
 trace").
