@@ -30,7 +30,7 @@ from scipy import fft, optimize, stats
 
 from .trace import Trace
 
-__all__ = ["summarize", "find_periodic_sources"]
+__all__ = ["summarize", "find_periodic_sources", "label_events"]
 
 #: quantile levels of the detours reported by :func:`summarize`
 SUMMARY_QUANTILES = {"p50_jitter": 0.5, "p90_jitter": 0.9, "p99_jitter": 0.99,
@@ -411,11 +411,7 @@ _COLUMNS = {
 
 
 def find_periodic_sources(trace: Trace, min_period: float = 1e-3, max_period: float = 10.0,
-                          *, max_sources: int = 10, false_alarm: float = 1e-3,
-                          min_events: int = 10, min_cycles: int = 5,
-                          min_regularity: float = 0.2,
-                          tolerance: float | None = None,
-                          min_tolerance: float = 1e-6) -> pd.DataFrame:
+                          **options) -> pd.DataFrame:
     """Periodic noise sources in a trace, and the share of the noise each one causes.
 
     Parameters
@@ -516,6 +512,29 @@ def find_periodic_sources(trace: Trace, min_period: float = 1e-3, max_period: fl
     >>> [round(p, 6) for p in sources["period"].dropna()]
     [0.004, 0.1]
     """
+    return _find_sources(trace, min_period, max_period, **options)[0]
+
+
+def label_events(trace: Trace, min_period: float = 1e-3, max_period: float = 10.0,
+                 **options) -> tuple[pd.DataFrame, np.ndarray]:
+    """The periodic sources of a trace and, for every event, the source it belongs to.
+
+    Returns ``(sources, labels)``: ``sources`` as :func:`find_periodic_sources` returns
+    it, and ``labels``, one per row of the trace, the index of ``sources`` the event was
+    assigned to ("periodic 1", ..., or "aperiodic"). Used to split the noise of an event
+    trace by source (:func:`jitterlab.estimate.split_noise`). Parameters as for
+    :func:`find_periodic_sources`.
+    """
+    return _find_sources(trace, min_period, max_period, **options)
+
+
+def _find_sources(trace: Trace, min_period: float = 1e-3, max_period: float = 10.0,
+                  *, max_sources: int = 10, false_alarm: float = 1e-3,
+                  min_events: int = 10, min_cycles: int = 5,
+                  min_regularity: float = 0.2,
+                  tolerance: float | None = None,
+                  min_tolerance: float = 1e-6) -> tuple[pd.DataFrame, np.ndarray]:
+    """:func:`find_periodic_sources` and the label of every event."""
     trace = _check_trace(trace)
     min_period, max_period = float(min_period), float(max_period)
     if not (math.isfinite(min_period) and math.isfinite(max_period)
@@ -594,9 +613,14 @@ def find_periodic_sources(trace: Trace, min_period: float = 1e-3, max_period: fl
                       "significance": float(z[peak] / threshold)})
         remaining[idx[lock.selected]] = False
         spectra = None
-    rows = [_source_row(group, relative, jitter, span, origin_time)
-            for group in _merge_same_clock(found, span)]
-    rows.sort(key=lambda row: -row["total_jitter"])
+    groups = _merge_same_clock(found, span)
+    rows = [_source_row(group, relative, jitter, span, origin_time) for group in groups]
+    order = sorted(range(len(rows)), key=lambda g: -rows[g]["total_jitter"])
+    rows = [rows[g] for g in order]
+    labels = np.full(start.size, "aperiodic", dtype=object)
+    for place, g in enumerate(order):
+        for detection in groups[g]:
+            labels[detection["members"]] = f"periodic {place + 1}"
     rest = jitter[remaining]
     rows.append({
         "period": math.nan, "frequency": math.nan, "phase": math.nan,
@@ -619,7 +643,7 @@ def find_periodic_sources(trace: Trace, min_period: float = 1e-3, max_period: fl
                    "min_cycles": min_cycles, "min_regularity": min_regularity,
                    "tolerance": tolerance,
                    "min_tolerance": min_tolerance, "trace_source": trace.attrs.get("source")}
-    return frame
+    return frame, labels
 
 
 def _merge_same_clock(found: list[dict], span: float) -> list[list[dict]]:

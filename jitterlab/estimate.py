@@ -57,7 +57,7 @@ import xarray as xr
 from ._provenance import provenance_attrs
 from .events import COLLECTIVE, COMPUTE, KINDS, RECV, SEND, EventTrace
 
-__all__ = ["accumulated_noise", "approximate_timeline", "against_simulation"]
+__all__ = ["accumulated_noise", "approximate_timeline", "against_simulation", "split_noise"]
 
 _RUNNABLE, _WAIT_MESSAGE, _WAIT_COLLECTIVE, _DONE = range(4)
 _COMPUTE, _SEND, _RECV = COMPUTE, SEND, RECV
@@ -446,3 +446,69 @@ def against_simulation(trace, n: int, work: float, phases: int, barrier=None,
             "estimate": estimate, "error": estimate / truth - 1.0 if truth > 0 else math.nan,
             "opaque_estimate": opaque,
             "opaque_error": opaque / truth - 1.0 if truth > 0 else math.nan}
+
+
+def split_noise(events: EventTrace, interruptions: pd.DataFrame, source: str = "source"
+                ) -> EventTrace:
+    """The event trace with its noise split by source, from the interruptions behind it.
+
+    Parameters
+    ----------
+    events : EventTrace
+        The run, with ``noise_combined`` (or the sum of its sources) per interval.
+    interruptions : pandas.DataFrame
+        One row per interruption: ``rank``, ``seq`` (the interval it fell in),
+        ``duration`` [s] and the column named by ``source`` with its source's name
+        (e.g. the labels of :func:`jitterlab.characterize.label_events`, or "injected").
+    source : str, default "source"
+        The column of ``interruptions`` that names the source.
+
+    Returns
+    -------
+    EventTrace
+        The same intervals with ``noise_combined`` kept and one ``noise_<name>`` column
+        per source (spaces become underscores), the sum of its interruptions' durations
+        in each interval; the other noise columns are dropped.
+
+    Raises
+    ------
+    ValueError
+        If an interruption names an interval the trace does not have, a column is
+        missing, or the sources of an interval add up to more or less than its
+        combined noise (beyond rounding): the split must account for all of it.
+    """
+    missing = [c for c in ("rank", "seq", "duration", source) if c not in interruptions]
+    if missing:
+        raise ValueError(f"interruptions lack the columns {missing}")
+    data = events.data
+    offsets = events.rank_offsets()
+    rank = interruptions["rank"].to_numpy(dtype=np.int64)
+    seq = interruptions["seq"].to_numpy(dtype=np.int64)
+    bad = (rank < 0) | (rank >= events.n_ranks)
+    row = np.where(bad, 0, offsets[np.clip(rank, 0, events.n_ranks - 1)] + seq)
+    bad |= (seq < 0) | (row >= offsets[np.clip(rank, 0, events.n_ranks - 1) + 1])
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"interruption {i} falls in rank {rank[i]}, interval seq {seq[i]}, "
+                         f"which the event trace does not have")
+    combined = events.noise("combined")
+    names = pd.Series(interruptions[source].astype(str).str.replace(" ", "_").to_numpy())
+    columns = {"noise_combined": combined}
+    total = np.zeros(len(data))
+    for name in sorted(names.unique()):
+        chosen = (names == name).to_numpy()
+        values = np.bincount(row[chosen], weights=interruptions["duration"].to_numpy()[chosen],
+                             minlength=len(data))
+        columns[f"noise_{name}"] = values
+        total += values
+    scale = np.maximum(np.abs(data["start"].to_numpy()), np.abs(data["end"].to_numpy()))
+    off = np.abs(total - combined) > 1e-9 * np.maximum(combined, 1e-12) + 64 * np.finfo(
+        float).eps * scale
+    if off.any():
+        i = int(np.flatnonzero(off)[0])
+        raise ValueError(f"rank {int(data['rank'].iat[i])}, interval seq "
+                         f"{int(data['seq'].iat[i])}: its interruptions add up to "
+                         f"{total[i]:.9g} s but its combined noise is {combined[i]:.9g} s")
+    frame = data.drop(columns=[c for c in data.columns if c.startswith("noise_")])
+    frame = frame.assign(**columns)
+    return EventTrace(frame, latency=events.latency, file=events.file, **events.attrs)

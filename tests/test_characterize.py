@@ -4,6 +4,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import jitterlab as jl
@@ -193,3 +194,22 @@ def test_sysjitter_reference_capture():
     assert top["frequency"] == pytest.approx(250.0, rel=1e-3)
     assert top["share"] > 0.5 and top["regularity"] > 0.9
     assert sources["share"].sum() == pytest.approx(1.0)
+
+
+def test_label_events_names_the_source_of_every_event():
+    from jitterlab.characterize import label_events
+
+    trace = jl.synthetic_trace(duration=10.0, rng=1)
+    sources, labels = label_events(trace)
+    pd.testing.assert_frame_equal(sources, find_periodic_sources(trace))
+    assert labels.size == trace.jitter.size
+    for name, row in sources.iterrows():  # counts and noise per label are the table's
+        chosen = labels == name
+        assert chosen.sum() == row["n_events"]
+        assert np.isclose(trace.jitter_seconds[chosen].sum(), row["total_jitter"])
+    # the tick's events sit on its lattice
+    tick = sources.loc["periodic 1"]
+    starts = trace.offset_seconds() + trace.starts
+    offset = (starts[labels == "periodic 1"] - tick["phase"]) % tick["period"]
+    offset = np.minimum(offset, tick["period"] - offset)
+    assert offset.max() <= tick["tolerance"] * 1.0001

@@ -400,3 +400,32 @@ def test_against_simulation_reports_the_truth_and_both_views():
     assert result["opaque_error"] == pytest.approx(opaque / result["true_cost"] - 1, rel=1e-12)
     ideal = jl.estimate.against_simulation(_trace(), 32, 1e-4, 30, rng=2)
     assert ideal["barrier"] == "wait for the slowest" and np.isnan(ideal["opaque_error"])
+
+
+def test_split_noise_by_the_interruptions_behind_it():
+    trace = random_events(5, n_ranks=3, steps=12, sources=("combined",))
+    data = trace.data
+    noisy = np.flatnonzero(trace.noise("combined") > 0)
+    # every noisy interval met two interruptions: 30 % "tick", 70 % "other stuff"
+    noise = trace.noise("combined")[noisy]
+    interruptions = pd.DataFrame({
+        "rank": np.repeat(data["rank"].to_numpy()[noisy], 2),
+        "seq": np.repeat(data["seq"].to_numpy()[noisy], 2),
+        "duration": np.column_stack([0.3 * noise, 0.7 * noise]).ravel(),
+        "source": np.tile(["tick", "other stuff"], noisy.size)})
+    split = jl.estimate.split_noise(trace, interruptions)
+    assert split.sources == ["combined", "other_stuff", "tick"]
+    np.testing.assert_allclose(split.noise("tick"), 0.3 * trace.noise("combined"), atol=1e-12)
+    ds = accumulated_noise(split)
+    combined = accumulated_noise(trace, "combined")
+    np.testing.assert_array_equal(ds["accumulated"].sel(source="combined"),
+                                  combined["accumulated"].sel(source="combined"))
+    np.testing.assert_allclose(ds["local"].sel(source="tick"),
+                               0.3 * combined["local"].sel(source="combined"), rtol=1e-9)
+    with pytest.raises(ValueError, match="add up to"):
+        jl.estimate.split_noise(trace, interruptions.iloc[1:])
+    wrong = interruptions.assign(seq=interruptions["seq"] + 1000)
+    with pytest.raises(ValueError, match="interval seq 10"):
+        jl.estimate.split_noise(trace, wrong)
+    with pytest.raises(ValueError, match="lack the columns"):
+        jl.estimate.split_noise(trace, interruptions.drop(columns="source"))
