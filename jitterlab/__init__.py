@@ -23,6 +23,7 @@ from . import (
 from .bounds import arrival_offsets, barrier_time, theorem1_bounds, tree_depth
 from .collectives import Dissemination, RecursiveDoubling
 from .events import EventTrace, read_events, write_events
+from .explore import explore
 from .io import read_trace
 from .maxofn import max_of_n
 from .message import Message
@@ -42,5 +43,5 @@ __all__ = [
     "jitsim_coscheduled_trace", "simulate", "TreeBarrier", "Dissemination", "RecursiveDoubling",
     "io", "synthetic", "bench", "characterize", "validate", "datasets", "__version__",
     "correlated", "counters", "Message", "apps", "estimate", "EventTrace", "read_events",
-    "write_events", "sweep",
+    "write_events", "sweep", "explore",
 ]
