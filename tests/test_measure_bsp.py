@@ -369,3 +369,253 @@ def _store_copy(tmp_path):
     store = tmp_path / "copy.nc.bsp"
     _write_store(store, complete=True)
     return store
+
+
+# --------------------------------------------------------------------------------------
+# every interruption, one record each
+# --------------------------------------------------------------------------------------
+_NOISE_BY_KIND = {"other": "other", "injected": "injected", "collective": "collective_noise"}
+_COUNT_BY_KIND = {"other": "interruptions", "injected": "injected_detours",
+                  "collective": "collective_interruptions"}
+
+
+def _sums_by_kind(dataset, what="duration"):
+    """Per kind, (rank, phase) arrays of the records' summed durations (or counts)."""
+    shape = (dataset.sizes["rank"], dataset.sizes["phase"])
+    rank = dataset["interruption_rank"].values
+    phase = dataset["interruption_phase"].values
+    kind = dataset["interruption_kind"].values
+    values = dataset["interruption_duration"].values if what == "duration" else np.ones_like(
+        rank)
+    result = {}
+    for code, name in enumerate(bsp.INTERRUPTION_KINDS):
+        sums = np.zeros(shape, dtype=np.int64)
+        hit = kind == code
+        np.add.at(sums, (rank[hit], phase[hit]), values[hit])
+        result[name] = sums
+    return result
+
+
+def _check_records_add_up(dataset):
+    """Every interval's noise and count of each kind is the sum of its records, exactly
+    in counter cycles, and every record lies inside its interval."""
+    assert dataset.attrs["interruptions_lost"] == [0] * dataset.sizes["rank"]
+    durations, counts = _sums_by_kind(dataset), _sums_by_kind(dataset, "count")
+    for kind, record in _NOISE_BY_KIND.items():
+        np.testing.assert_array_equal(durations[kind], dataset[record].values, err_msg=kind)
+        np.testing.assert_array_equal(counts[kind], dataset[_COUNT_BY_KIND[kind]].values,
+                                      err_msg=kind)
+    rank = dataset["interruption_rank"].values
+    phase = dataset["interruption_phase"].values
+    start = dataset["interruption_start"].values
+    end = start + dataset["interruption_duration"].values
+    compute = dataset["interruption_kind"].values < 2
+    low = np.where(compute, dataset["compute_start"].values[rank, phase],
+                   dataset["compute_end"].values[rank, phase])
+    high = np.where(compute, dataset["compute_end"].values[rank, phase],
+                    dataset["collective_end"].values[rank, phase])
+    assert np.all(start >= low) and np.all(end <= high)
+    assert np.all(dataset["interruption_duration"].values > 0)
+
+
+@needs_mpi
+@pytest.mark.parametrize("name", list(RUNS))
+def test_interruption_records_add_up_to_the_noise_of_each_interval(runs, name):
+    output, _, events, dataset = runs[name]
+    _check_records_add_up(dataset)
+    kinds = set(dataset["interruption_kind"].values.tolist())
+    assert (1 in kinds) is dataset.attrs["injector"]
+    assert (2 in kinds) <= dataset.attrs["poll"]
+    assert 0 in kinds  # a busy loop of a second or so meets interruptions on any machine
+    # the public reader: the same sums, in seconds, on the event trace's intervals
+    frame = jl.bench.read_bsp_interruptions(output)
+    assert list(frame.columns) == ["rank", "phase", "seq", "start", "duration", "kind"]
+    assert len(frame) == dataset.sizes["interruption"]
+    assert frame.attrs["interruptions_lost"] == [0, 0]
+    data = events.data.set_index(["rank", "seq"])
+    for kind, column in (("other", "noise_other"), ("injected", "noise_injected"),
+                         ("collective", "noise_other")):
+        part = frame[frame["kind"] == kind]
+        sums = part.groupby(["rank", "seq"])["duration"].sum()
+        noise = data.loc[sums.index, column]
+        np.testing.assert_allclose(sums.to_numpy(), noise.to_numpy(), rtol=1e-12, atol=0)
+        parity = 1 if kind == "collective" else 0
+        assert np.all(part["seq"] % 2 == parity)
+    assert frame["duration"].sum() == pytest.approx(
+        data["noise_combined"].sum(), rel=1e-12)
+    # each record within its interval of the event trace (one clock)
+    interval = data.loc[list(zip(frame["rank"], frame["seq"], strict=True))]
+    frequency = dataset.attrs["clock_frequency_hz"]
+    assert np.all(frame["start"].to_numpy() >= interval["start"].to_numpy() - 1 / frequency)
+    assert np.all((frame["start"] + frame["duration"]).to_numpy()
+                  <= interval["end"].to_numpy() + 1 / frequency)
+
+
+@needs_mpi
+def test_injected_records_start_at_their_scheduled_time(runs):
+    _, _, _, dataset = runs["injected"]
+    frequency = dataset.attrs["clock_frequency_hz"]
+    step = dataset.attrs["threshold_cycles"]
+    kind = dataset["interruption_kind"].values
+    for rank in range(2):
+        mine = (dataset["interruption_rank"].values == rank) & (kind == 1)
+        start = dataset["interruption_start"].values[mine]
+        due = _schedule(dataset, rank)
+        which = np.searchsorted(due, start, "right") - 1
+        late = start - due[which]
+        # a detour begins at the first counter read at or after it falls due: each one
+        # once, usually one loop step late (more if that step was itself interrupted)
+        assert np.all(which >= 0) and len(np.unique(which)) == len(which)
+        assert np.all(late >= 0) and np.median(late) <= step
+        duration = dataset["interruption_duration"].values[mine]
+        assert np.all(duration >= round(DURATION * frequency))
+
+
+@needs_mpi
+def test_interruptions_of_the_chunks_read_like_the_file(runs):
+    output, _, _, dataset = runs["injected"]
+    from_store = bsp._read_dataset(bsp.store_path(output))
+    for field in bsp.INTERRUPTION_FIELDS:
+        name = f"interruption_{field}"
+        np.testing.assert_array_equal(from_store[name].values, dataset[name].values)
+        assert from_store[name].dtype == dataset[name].dtype
+    assert from_store.attrs["interruptions_lost"] == dataset.attrs["interruptions_lost"]
+    pd_testing = pytest.importorskip("pandas.testing")
+    pd_testing.assert_frame_equal(jl.bench.read_bsp_interruptions(output),
+                                  jl.bench.read_bsp_interruptions(bsp.store_path(output)))
+
+
+_SMALL_BUFFER = """
+import sys
+from jitterlab.bench import bsp
+bsp._EVENTS_MIN = bsp._EVENTS_MAX = int(sys.argv[1])
+bsp.bsp_benchmark(int(sys.argv[2]), {work}, sys.argv[3], inject_period={period},
+                  inject_duration={duration}, progress=False, keep_chunks=True)
+"""
+
+
+def _run_small_buffer(directory, capacity, phases):
+    """A run whose kernel has room for ``capacity`` interruption records per rank and
+    call, with a dense injector (about 13 detours per phase); its Dataset and chunks."""
+    script = directory / "small_buffer.py"
+    script.write_text(_SMALL_BUFFER.format(work=WORK, period=WORK / 10,
+                                           duration=WORK / 50))
+    output = directory / f"buffer{capacity}.nc"
+    process = subprocess.run([MPIEXEC, "-n", "2", sys.executable, str(script),
+                              str(capacity), str(phases), str(output)],
+                             capture_output=True, text=True, timeout=180, cwd=directory)
+    assert process.returncode == 0, process.stderr
+    _, chunks = _chunks.read_store(bsp.store_path(output), kind="bsp")
+    return bsp._read_dataset(output), chunks
+
+
+def _check_lost_records(dataset, chunks, capacity):
+    """A chunk (one call of the kernel) keeps the first ``capacity`` interruptions of each
+    rank and counts the rest as lost: check that against the per-phase counts."""
+    expected_lost = np.zeros(2, dtype=np.int64)
+    rank = dataset["interruption_rank"].values
+    phase = dataset["interruption_phase"].values
+    for chunk in chunks:
+        total = sum(chunk[name] for name in _COUNT_BY_KIND.values()).sum(axis=1)
+        first = int(chunk["first_phase"])
+        inside = (phase >= first) & (phase < first + chunk["compute_start"].shape[1])
+        kept = np.bincount(rank[inside], minlength=2)
+        np.testing.assert_array_equal(kept, np.minimum(total, capacity))
+        expected_lost += np.maximum(total - capacity, 0)
+    assert dataset.attrs["interruptions_lost"] == expected_lost.tolist()
+    return expected_lost
+
+
+@needs_mpi
+def test_a_small_buffer_cuts_the_chunks_short(tmp_path):
+    # room for 256 records: a chunk holds as many phases as fill half of it at the most
+    # interruptions per phase so far (about 13 detours each, 12 expected from the start):
+    # at most 10, where one second of chunk would have held all 40. Records are lost
+    # only if a chunk meets more than 256 (a preemption of milliseconds makes the
+    # injector catch up on every detour that fell due meanwhile): counted exactly.
+    phases = 40
+    dataset, chunks = _run_small_buffer(tmp_path, 256, phases)
+    assert dataset.sizes["phase"] == phases
+    assert dataset.attrs["chunks"] == len(chunks) >= 4
+    assert max(chunk["compute_start"].shape[1] for chunk in chunks) <= 10
+    if not _check_lost_records(dataset, chunks, 256).any():
+        _check_records_add_up(dataset)
+
+
+@needs_mpi
+def test_records_that_do_not_fit_are_counted_as_lost(tmp_path):
+    # room for 4 records: one phase per chunk, and every phase (about 13 detours)
+    # overflows the buffer alone
+    dataset, chunks = _run_small_buffer(tmp_path, 4, 10)
+    assert len(chunks) == 10
+    lost = _check_lost_records(dataset, chunks, 4)
+    assert np.all(lost > 0)
+    durations = _sums_by_kind(dataset)
+    for kind, record in _NOISE_BY_KIND.items():
+        assert np.all(durations[kind] <= dataset[record].values)
+    with pytest.raises(AssertionError):
+        _check_records_add_up(dataset)
+
+
+def _with_records(chunk):
+    """The chunk of :func:`_chunk` with one record per noisy interval (at its start)."""
+    rank, phase, start, duration, kind = [], [], [], [], []
+    for code, record in ((1, "injected"), (0, "other")):
+        for r, k in zip(*np.nonzero(chunk[record]), strict=True):
+            rank.append(r)
+            phase.append(int(chunk["first_phase"]) + k)
+            start.append(chunk["compute_start"][r, k] + (code == 0))
+            duration.append(chunk[record][r, k])
+            kind.append(code)
+    fields = dict(zip(bsp.INTERRUPTION_FIELDS, (rank, phase, start, duration, kind),
+                      strict=True))
+    return {**chunk, **{f"interruption_{field}": np.asarray(values, dtype=np.int64)
+                        for field, values in fields.items()},
+            "interruptions_lost": np.zeros(2, dtype=np.int64)}
+
+
+def test_interruption_records_round_trip_through_the_file(tmp_path):
+    store = tmp_path / "run.nc.bsp"
+    writer = _chunks.ChunkWriter(store, _metadata(), kind="bsp")
+    first = _with_records(_chunk(0, 0, 1000, [[0, 0], [1000, 0]], [[100, 0], [0, 7]]))
+    second = _with_records(_chunk(2, first["collective_end"][0, -1] + 500, 1000,
+                                  [[0, 40], [0, 0]], [[300, 0], [0, 0]]))
+    for chunk in (first, second):
+        writer.append(**chunk)
+    writer.finish(phases_done=4, chunks=2)
+    from_store = jl.bench.read_bsp_interruptions(store)
+    # sorted by rank and start
+    assert from_store["kind"].tolist() == ["other", "other", "injected", "injected", "other"]
+    assert from_store["rank"].tolist() == [0, 0, 0, 1, 1]
+    assert from_store["phase"].tolist() == [0, 2, 3, 0, 1]
+    assert from_store["seq"].tolist() == [0, 4, 6, 0, 2]
+    np.testing.assert_allclose(from_store["duration"], [100e-9, 300e-9, 40e-9, 1e-6, 7e-9])
+    _check_records_add_up(bsp._read_dataset(store))
+    path = bsp.write_bsp(jl.bench.read_bsp(store), tmp_path / "run.nc")
+    from_file = jl.bench.read_bsp_interruptions(path)
+    pd_testing = pytest.importorskip("pandas.testing")
+    pd_testing.assert_frame_equal(from_file, from_store)
+    assert from_file.attrs["interruptions_lost"] == [0, 0]
+    dataset = bsp._read_dataset(path)
+    assert dataset["interruption_kind"].dtype == np.int8
+    assert jl.bench.read_bsp(path).data.equals(jl.bench.read_bsp(store).data)
+
+
+def test_runs_without_interruption_records(tmp_path):
+    store = tmp_path / "old.nc.bsp"
+    _write_store(store, complete=True)  # chunks as the benchmark wrote them before
+    assert len(jl.bench.read_bsp(store)) == 16
+    with pytest.raises(ValueError, match="only the noise per interval"):
+        jl.bench.read_bsp_interruptions(store)
+    path = bsp.write_bsp(jl.bench.read_bsp(store), tmp_path / "old.nc")
+    assert "interruption_start" not in bsp._read_dataset(path)
+    with pytest.raises(ValueError, match="only the noise per interval"):
+        jl.bench.read_bsp_interruptions(path)
+    mixed = tmp_path / "mixed.nc.bsp"
+    writer = _chunks.ChunkWriter(mixed, _metadata(), kind="bsp")
+    first = _with_records(_chunk(0, 0, 1000, [[0, 0], [1000, 0]], [[100, 0], [0, 0]]))
+    writer.append(**first)
+    writer.append(**_chunk(2, first["collective_end"][0, -1] + 500, 1000, [[0, 0], [0, 0]],
+                           [[0, 0], [0, 0]]))
+    with pytest.raises(ValueError, match="chunk 1 has no interruption records"):
+        jl.bench.read_bsp(mixed)

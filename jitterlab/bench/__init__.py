@@ -23,7 +23,7 @@ The command line runs them as ``jitterlab measure detour``, ``jitterlab measure 
 """
 
 from ._tsc import CycleCounterError, TscCalibration, TscWarning, calibrate_tsc, read_cycles
-from .bsp import bsp_benchmark, read_bsp
+from .bsp import bsp_benchmark, read_bsp, read_bsp_interruptions
 from .detour import detour, read_detour
 from .fwq import fwq, lcg_work, read_fwq_samples, write_fwq_samples
 from .latency import latency_benchmark, read_latency, summarize_latency, write_latency
@@ -34,4 +34,4 @@ __all__ = ["detour", "read_detour", "fwq", "lcg_work", "read_fwq_samples",
            "latency_benchmark", "read_latency", "write_latency", "summarize_latency",
            "calibrate_tsc",
            "read_cycles", "TscCalibration", "CycleCounterError", "TscWarning"]
-__all__ += ["bsp_benchmark", "read_bsp"]
+__all__ += ["bsp_benchmark", "read_bsp", "read_bsp_interruptions"]

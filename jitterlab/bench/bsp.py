@@ -63,8 +63,9 @@ from ._ranks import check_status, collectively, rank_coordinates, ranks_and_cpus
 from ._tsc import calibrate_tsc, check_cycle_counter, read_tsc
 from .detour import THRESHOLD_MEDIAN_FACTOR, THRESHOLD_TMIN_FACTOR, _DeferredInterrupt, probe_loop
 
-__all__ = ["bsp_benchmark", "read_bsp", "write_bsp", "store_path", "target_problem",
-           "COLLECTIVES", "RECORDS", "SOURCE"]
+__all__ = ["bsp_benchmark", "read_bsp", "read_bsp_interruptions", "write_bsp",
+           "store_path", "target_problem", "COLLECTIVES", "RECORDS", "INTERRUPTION_KINDS",
+           "SOURCE"]
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +98,19 @@ _LONG_NAMES = {
     "collective_interruptions": "number of steps of the MPI_Test loop longer than the wait "
                                 "threshold (polled collectives only)",
 }
+#: kinds of the recorded interruptions, in the order of the kernel's codes: a long step
+#: of the busy loop in a compute interval, an injected detour, a long step of the
+#: MPI_Test loop of a polled collective
+INTERRUPTION_KINDS = ("other", "injected", "collective")
+#: what is stored of each interruption (the kernel's rows are the last four, with the
+#: phase counted from the start of its call)
+INTERRUPTION_FIELDS = ("rank", "phase", "start", "duration", "kind")
+#: room for interruption records per rank and call of the kernel: this many per phase,
+#: within [_EVENTS_MIN, _EVENTS_MAX]; a call runs at most as many phases as fill half of
+#: it at the most interruptions any rank met in one phase so far
+_EVENTS_PER_PHASE = 16
+_EVENTS_MIN = 1 << 16
+_EVENTS_MAX = 1 << 20
 #: loop phases run before measuring (compile, first touch, check the MPI calls)
 _WARMUP_PHASES = 3
 #: at most this many phases per chunk
@@ -231,10 +245,22 @@ def call_test(typingctx, function, request, flag, status):
 # --------------------------------------------------------------------------------------
 # the timed loop
 # --------------------------------------------------------------------------------------
+@numba.njit(cache=True, inline="always")
+def _record(events, m, lost, phase, start, length, kind):
+    """Append one interruption to ``events`` (or count it as lost if it is full)."""
+    if m < events.shape[1]:
+        events[0, m] = phase
+        events[1, m] = start
+        events[2, m] = length
+        events[3, m] = kind
+        return m + 1, lost
+    return m, lost + 1
+
+
 @numba.njit(cache=True)
 def _bsp_loop(collective, poll, functions, comm, double, op, send, receive, request, flag,
               mpi_status, work, threshold, wait_threshold, count, period, duration,
-              next_detour, out):
+              next_detour, out, events):
     """Run ``count`` phases of compute + collective; no allocation, no Python.
 
     ``work``, ``threshold``, ``wait_threshold``, ``period``, ``duration`` and
@@ -245,16 +271,25 @@ def _bsp_loop(collective, poll, functions, comm, double, op, send, receive, requ
     ``poll`` the collective is started non-blocking and completed by a loop of
     ``MPI_Test`` that reads the counter: its steps longer than ``wait_threshold`` are the
     collective's noise. ``out`` (len(RECORDS), capacity) receives the :data:`RECORDS` of
-    each phase.
+    each phase, ``events`` (len(INTERRUPTION_FIELDS) - 1, events capacity) every
+    interruption: the phase (counted from 0 in this call), the counter read before the
+    long step (for a detour: the read at which it began), its length [cycles] and its kind
+    (:data:`INTERRUPTION_KINDS`: 0 a long step of the busy loop, 1 an injected detour, 2 a
+    long step of the ``MPI_Test`` loop). Records that do not fit are counted as lost (the
+    caller sizes ``count`` so that they fit; the call cannot end early on its own, as
+    every rank must run the same phases).
 
-    Returns ``(phases done, MPI error code, next_detour, detours dropped, loop steps)``:
-    a detour falls due either inside a compute interval (it is injected) or while the
-    rank is in the collective or at the read that ends the work (it is dropped).
+    Returns ``(phases done, MPI error code, next_detour, detours dropped, loop steps,
+    interruptions recorded, interruptions lost)``: a detour falls due either inside a
+    compute interval (it is injected) or while the rank is in the collective or at the
+    read that ends the work (it is dropped).
     """
     n = 0
     status = np.int32(0)
     dropped = 0
     steps = 0
+    m = 0
+    lost = 0
     now = read_tsc()
     while n < count:
         start = now
@@ -275,6 +310,7 @@ def _bsp_loop(collective, poll, functions, comm, double, op, send, receive, requ
             if delta > threshold:
                 other += delta
                 n_other += 1
+                m, lost = _record(events, m, lost, n, previous, delta, 0)
             else:
                 done += delta
             if done >= work:
@@ -285,6 +321,7 @@ def _bsp_loop(collective, poll, functions, comm, double, op, send, receive, requ
                     now = read_tsc()
                 injected += now - begin
                 n_injected += 1
+                m, lost = _record(events, m, lost, n, begin, now - begin, 1)
                 next_detour += period
             previous = now
         end = now
@@ -313,6 +350,7 @@ def _bsp_loop(collective, poll, functions, comm, double, op, send, receive, requ
                 if delta > wait_threshold:
                     waited += delta
                     n_waited += 1
+                    m, lost = _record(events, m, lost, n, previous, delta, 2)
                 if flag[0] != 0:
                     break
                 previous = now
@@ -328,7 +366,7 @@ def _bsp_loop(collective, poll, functions, comm, double, op, send, receive, requ
         out[7, n] = waited
         out[8, n] = n_waited
         n += 1
-    return n, status, next_detour, dropped, steps
+    return n, status, next_detour, dropped, steps, m, lost
 
 
 # --------------------------------------------------------------------------------------
@@ -558,12 +596,16 @@ def _run(comm, MPI, phases, work, output, collective, inject_period, inject_dura
                        np.int64(wait_threshold_cycles))
         capacity = int(min(_CAPACITY_MAX, phases, max(1, math.ceil(chunk_seconds / work))))
         out = np.full((len(RECORDS), capacity), -1, dtype=np.int64)
+        events_capacity = int(min(max(_EVENTS_PER_PHASE * capacity, _EVENTS_MIN),
+                                  _EVENTS_MAX))
+        events = np.full((len(INTERRUPTION_FIELDS) - 1, events_capacity), -1, dtype=np.int64)
 
         # warm-up without injection: compiles (or loads) the kernel, checks the MPI calls
         # on every rank and that the threshold lies above the loop's own step
         def warm_up():
-            n, status, _, _, steps = _bsp_loop(*kernel_args, np.int64(_WARMUP_PHASES),
-                                               np.int64(0), np.int64(0), np.int64(0), out)
+            n, status, _, _, steps, _, _ = _bsp_loop(
+                *kernel_args, np.int64(_WARMUP_PHASES), np.int64(0), np.int64(0),
+                np.int64(0), out, events)
             check_status(MPI, status)
             interrupted = int(out[6, :n].sum())
             if interrupted > _MAX_INTERRUPTED_FRACTION * steps:
@@ -573,6 +615,10 @@ def _run(comm, MPI, phases, work, output, collective, inject_period, inject_dura
                                  "give a larger threshold")
             return (work_cycles * n) / max(steps - interrupted, 1) / frequency
         mean_loop_time = collectively(comm, warm_up)
+        # the most interruptions of one phase: of the warm-up, plus every detour the
+        # injector can put into one compute interval; then the most of any phase so far
+        most = _most_per_phase(out, _WARMUP_PHASES) + (
+            math.ceil(work_cycles / (period - duration)) + 1 if period else 0)
 
         rng = np.random.default_rng([inject_seed, rank])
         injector_phase = float(rng.uniform(0.0, inject_period)) if period else 0.0
@@ -607,18 +653,25 @@ def _run(comm, MPI, phases, work, output, collective, inject_period, inject_dura
         done = 0
         chunks = 0
         dropped = 0
+        records_lost = 0
         interrupted = False
         with bar:
             while done < phases:
-                count = min(capacity, phases - done)
+                # every rank runs the same phases: the chunk is cut where the records
+                # fill half the buffer at the most interruptions per phase of any rank
+                most = comm.allreduce(most, op=MPI.MAX)
+                count = min(capacity, phases - done, max(1, events_capacity // (2 * most)))
                 comm.Barrier()  # every chunk starts together (untimed)
-                n, status, next_detour, lost, _ = _bsp_loop(
+                n, status, next_detour, skipped, _, recorded, lost = _bsp_loop(
                     *kernel_args, np.int64(count), np.int64(period), np.int64(duration),
-                    np.int64(next_detour), out)
+                    np.int64(next_detour), out, events)
                 # ---- outside the timed loop from here on ----
                 check_status(MPI, status)
-                dropped += lost
-                _store_chunk(comm, writer, out, n, origin, done, dropped)
+                most = max(most, _most_per_phase(out, n))
+                dropped += skipped
+                records_lost += lost
+                _store_chunk(comm, writer, out, n, origin, done, dropped,
+                             events[:, :recorded], records_lost)
                 done += n
                 chunks += 1
                 bar.update(n)
@@ -646,25 +699,48 @@ def _run(comm, MPI, phases, work, output, collective, inject_period, inject_dura
     return result
 
 
+def _most_per_phase(out, n) -> int:
+    """The most interruptions (of every kind) in one phase of the kernel's output (>= 1)."""
+    counts = sum(out[RECORDS.index(name), :n] for name in _COUNTS)
+    return max(1, int(np.max(counts))) if n else 1
+
+
 @numba.njit(cache=True)
 def _now():
     return read_tsc()
 
 
-def _store_chunk(comm, writer, out, n, origin, first_phase, dropped) -> None:
-    """Gather one chunk (times relative to ``origin``) to rank 0 and store it there."""
+def _store_chunk(comm, writer, out, n, origin, first_phase, dropped, events, lost) -> None:
+    """Gather one chunk (times relative to ``origin``) to rank 0 and store it there.
+
+    ``events`` are the rank's interruption records of the chunk (phase from the chunk's
+    start, counter read, length, kind), ``dropped`` and ``lost`` its injected detours
+    dropped and interruption records lost so far.
+    """
     root = comm.Get_rank() == 0
     send = np.ascontiguousarray(out[:, :n])
     send[: len(_TIMES)] -= origin
     gathered = np.empty((comm.Get_size(), len(RECORDS), n), dtype=np.int64) if root else None
     comm.Gather(send, gathered, root=0)
     dropped_all = comm.gather(int(dropped), root=0)
+    mine = np.array(events, dtype=np.int64)  # a copy: the kernel reuses its buffer
+    mine[0] += first_phase
+    mine[1] -= origin
+    events_all = comm.gather(mine, root=0)
+    lost_all = comm.gather(int(lost), root=0)
 
     def write():
         if root:
+            ranks = np.concatenate([np.full(part.shape[1], rank, dtype=np.int64)
+                                    for rank, part in enumerate(events_all)])
+            joined = np.concatenate(events_all, axis=1)
+            interruptions = {f"interruption_{field}": values for field, values in
+                             zip(INTERRUPTION_FIELDS, (ranks, *joined), strict=True)}
             writer.append(**{name: gathered[:, k, :] for k, name in enumerate(RECORDS)},
                           first_phase=np.int64(first_phase),
-                          injector_dropped=np.asarray(dropped_all, dtype=np.int64))
+                          injector_dropped=np.asarray(dropped_all, dtype=np.int64),
+                          interruptions_lost=np.asarray(lost_all, dtype=np.int64),
+                          **interruptions)
     collectively(comm, write)
 
 
@@ -707,6 +783,7 @@ def _dataset_from_store(metadata: dict, chunks: list[dict], name: str):
         data_vars[key] = ("rank", np.asarray(metadata[key], dtype=np.float64),
                           {"units": unit, "long_name": long_name})
     n_phases = data_vars["compute_start"][1].shape[1]
+    data_vars.update(_interruptions_of_store(chunks, name))
     coords = {**rank_coordinates(metadata),
               "phase": ("phase", np.arange(n_phases), {"units": "1", "long_name": "phase"})}
     attrs = {key: value for key, value in metadata.items()
@@ -714,7 +791,46 @@ def _dataset_from_store(metadata: dict, chunks: list[dict], name: str):
     attrs.update(phases_done=n_phases, chunks=len(chunks),
                  complete=bool(metadata.get("complete", False)),
                  interrupted=bool(metadata.get("interrupted", False)))
+    if "interruptions_lost" in chunks[-1]:
+        attrs["interruptions_lost"] = np.asarray(chunks[-1]["interruptions_lost"],
+                                                 dtype=np.int64).tolist()
     return xr.Dataset(data_vars, coords=coords, attrs=attrs)
+
+
+_INTERRUPTION_ATTRS = {
+    "rank": ("1", "rank that recorded the interruption"),
+    "phase": ("1", "phase in which it happened"),
+    "start": ("cycles", "counter read before the long step (of an injected detour: the "
+              "read at which it began), from the start of the run"),
+    "duration": ("cycles", "length of the interruption"),
+    "kind": ("1", "0 a long step of the busy loop in the compute interval (other), 1 an "
+             "injected detour, 2 a long step of the MPI_Test loop of a polled collective"),
+}
+
+
+def _interruption_variables(columns: dict) -> dict:
+    """Dataset variables (dim ``interruption``) of interruption records by field, sorted
+    by rank and start."""
+    order = np.lexsort((columns["start"], columns["rank"]))
+    return {f"interruption_{field}": (
+        "interruption",
+        np.asarray(columns[field], dtype=np.int8 if field == "kind" else np.int64)[order],
+        {"units": _INTERRUPTION_ATTRS[field][0], "long_name": _INTERRUPTION_ATTRS[field][1]})
+        for field in INTERRUPTION_FIELDS}
+
+
+def _interruptions_of_store(chunks: list[dict], name: str) -> dict:
+    """The interruption records of a chunk store (none for a store written before the
+    benchmark recorded them)."""
+    have = ["interruption_start" in chunk for chunk in chunks]
+    if not any(have):
+        return {}
+    if not all(have):
+        raise ValueError(f"{name}: chunk {have.index(False)} has no interruption records "
+                         "but others have")
+    return _interruption_variables({field: np.concatenate(
+        [np.asarray(chunk[f"interruption_{field}"], dtype=np.int64) for chunk in chunks])
+        for field in INTERRUPTION_FIELDS})
 
 
 def write_bsp(run, path) -> Path:
@@ -740,15 +856,36 @@ def write_bsp(run, path) -> Path:
          "long_name": "what the benchmark recorded per rank and phase, one record each"}))
     packed = packed.assign_coords(record=("record", np.array(RECORDS),
                                           {"long_name": "name of the record"}))
-    return write_dataset(packed, path, compressed=["records"], what="BSP benchmark run")
+    compressed = ["records"]
+    names = [f"interruption_{field}" for field in INTERRUPTION_FIELDS]
+    if names[0] in run:
+        # one int64 variable again; phase and start as differences from the record before
+        # (sorted by rank and start, they are small numbers that compress well)
+        matrix = np.stack([run[name].values.astype(np.int64) for name in names])
+        matrix[1:3] = np.diff(matrix[1:3], axis=1, prepend=0)
+        packed = packed.drop_vars(names).assign(interruption_records=(
+            ("interruption_field", "interruption"), matrix,
+            {"fields": " ".join(INTERRUPTION_FIELDS), "differences": "phase start",
+             "units": "cycles for start and duration, else 1",
+             "long_name": "every interruption the ranks recorded: rank, phase, start "
+                          "(counter cycles from the start of the run), duration [cycles], "
+                          "kind (0 other, 1 injected, 2 collective); phase and start "
+                          "stored as differences from the previous record"}))
+        compressed.append("interruption_records")
+    return write_dataset(packed, path, compressed=compressed, what="BSP benchmark run")
 
 
 def _read_dataset(path):
     """The run as recorded: counter reads per rank and phase (dims rank, phase)."""
     dataset = read_run(path, kind=KIND, source=SOURCE, what="BSP benchmark",
                        bool_attrs=_BOOL_ATTRS, from_store=_dataset_from_store)
+    if "interruptions_lost" in dataset.attrs:
+        dataset.attrs["interruptions_lost"] = np.atleast_1d(
+            dataset.attrs["interruptions_lost"]).astype(np.int64).tolist()
     if "records" not in dataset:
         return dataset
+    if "interruption_records" in dataset:
+        dataset = _unpack_interruptions(dataset, Path(path).name)
     names = [str(name) for name in dataset["record"].values]
     if sorted(names) != sorted(RECORDS):
         raise ValueError(f"{Path(path).name}: records {names}, expected {list(RECORDS)}")
@@ -762,6 +899,19 @@ def _read_dataset(path):
                            "long_name": _LONG_NAMES[name]})
     return dataset.drop_vars(["records", "record"]).assign(unpacked).assign_coords(
         phase=("phase", np.arange(records.shape[2]), {"units": "1", "long_name": "phase"}))
+
+
+def _unpack_interruptions(dataset, name: str):
+    packed = dataset["interruption_records"]
+    if (packed.attrs.get("fields") != " ".join(INTERRUPTION_FIELDS)
+            or packed.attrs.get("differences") != "phase start"):
+        raise ValueError(f"{name}: interruption_records has fields "
+                         f"{packed.attrs.get('fields')!r}, expected "
+                         f"{' '.join(INTERRUPTION_FIELDS)!r} (phase and start as differences)")
+    matrix = packed.values.astype(np.int64)
+    matrix[1:3] = np.cumsum(matrix[1:3], axis=1)
+    variables = _interruption_variables(dict(zip(INTERRUPTION_FIELDS, matrix, strict=True)))
+    return dataset.drop_vars("interruption_records").assign(variables)
 
 
 def is_bsp_file(path) -> bool:
@@ -866,3 +1016,56 @@ def read_bsp(path):
     """
     path = Path(path)
     return _events(_read_dataset(path), path)
+
+
+def read_bsp_interruptions(path) -> pd.DataFrame:
+    """Every interruption a BSP run recorded, one row each.
+
+    Parameters
+    ----------
+    path : path-like
+        As for :func:`read_bsp`: the run's netCDF file or its chunk directory.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Sorted by rank and start, with columns ``rank``; ``phase``; ``seq``, the interval
+        of :func:`read_bsp`'s event trace it lies in (2·phase for the compute interval,
+        2·phase + 1 for the collective); ``start``, the counter read before the long step
+        (of an injected detour, the read at which it began) on the clock of
+        :func:`read_bsp` [s]; ``duration`` [s]; ``kind``, categorical: ``"other"`` (a long
+        step of the busy loop), ``"injected"`` (a detour of the injector) or
+        ``"collective"`` (a long step of the ``MPI_Test`` loop of a polled collective).
+        Per interval, the durations of each kind add up to the event trace's
+        ``noise_other`` (compute), ``noise_injected`` and ``noise_other`` (collective)
+        — exactly, in counter cycles — unless records were lost: ``attrs`` holds
+        ``interruptions_lost`` per rank (records that did not fit the kernel's buffer;
+        normally 0), ``clock_frequency_hz`` and ``file``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    ValueError
+        If ``path`` is not a BSP run, or a run recorded before the benchmark kept each
+        interruption (its files hold only the sums per interval).
+    """
+    path = Path(path)
+    dataset = _read_dataset(path)
+    if "interruption_start" not in dataset:
+        raise ValueError(f"{path.name}: this BSP run holds only the noise per interval, not "
+                         "each interruption (recorded by an older jitterlab); run it again")
+    frequency = float(dataset.attrs["clock_frequency_hz"])
+    phase = dataset["interruption_phase"].values
+    kind = dataset["interruption_kind"].values
+    frame = pd.DataFrame({
+        "rank": dataset["interruption_rank"].values,
+        "phase": phase,
+        "seq": 2 * phase + (kind == INTERRUPTION_KINDS.index("collective")),
+        "start": dataset["interruption_start"].values / frequency,
+        "duration": dataset["interruption_duration"].values / frequency,
+        "kind": pd.Categorical.from_codes(kind, categories=INTERRUPTION_KINDS),
+    })
+    frame.attrs.update(interruptions_lost=list(dataset.attrs["interruptions_lost"]),
+                       clock_frequency_hz=frequency, file=str(path))
+    return frame
