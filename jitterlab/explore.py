@@ -221,8 +221,8 @@ def explore_values(noise, n_max: int = 2**16, work: float = 1e-3, barrier: str =
         that mean from the spread of the runs' means [s], both NaN where N was not
         simulated; ``simulated`` (bool). Attributes: ``source``, ``work``, ``barrier``,
         ``tau`` (one-hop time of the barrier, or NaN) [s], ``phases``, ``runs``,
-        ``simulated_n_max``, ``trace_seed``, ``run_seeds``, ``simulated_trace`` and
-        ``seconds`` (time taken) [s].
+        ``simulated_n_max``, ``trace_seed``, ``run_seeds``, ``simulated_trace`` (what the
+        simulation replayed, in words) and ``seconds`` (time taken) [s].
 
     Raises
     ------
@@ -273,10 +273,14 @@ def explore_values(noise, n_max: int = 2**16, work: float = 1e-3, barrier: str =
     seeds = [int(s) & (2**63 - 1) for s in seeds]
     if isinstance(noise, Trace):
         trace, law = noise, from_trace(noise, work)
+        simulated_trace = "the trace itself"
+    elif isinstance(noise, Periodic):  # replayed as its source, at this work
+        trace = law_trace(noise, work)
+        law = from_trace(trace, work)
+        simulated_trace = "its source, one detour every period"
     else:
-        trace = law_trace(noise, work, events, rng=seeds[0])
-        # a Periodic law is replayed as its source, at this work
-        law = from_trace(trace, work) if isinstance(noise, Periodic) else noise
+        trace, law = law_trace(noise, work, events, rng=seeds[0]), noise
+        simulated_trace = f"{events} detours drawn from the law, one per w of compute"
 
     grid = _n_grid(n_max)
     analytic = max_of_n(law + work, n=grid)
@@ -315,7 +319,7 @@ def explore_values(noise, n_max: int = 2**16, work: float = 1e-3, barrier: str =
                "barrier": model.describe() if model is not None else "wait for the slowest",
                "tau": tau, "phases": phases, "runs": runs,
                "simulated_n_max": int(sim_n.max()), "trace_seed": seeds[0],
-               "run_seeds": seeds[1:], "simulated_trace": _describe_source(trace),
+               "run_seeds": seeds[1:], "simulated_trace": simulated_trace,
                "seconds": seconds})
 
 
@@ -375,8 +379,8 @@ def plot_explore(ds: xr.Dataset, ax=None):
                  f"{hop}", fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8.5)
-    ax.text(0.99, 0.01, f"simulated: {ds.attrs['simulated_trace']}", transform=ax.transAxes,
-            ha="right", va="bottom", fontsize=7, color="0.35")
+    ax.text(0.99, 0.01, f"the simulation replays {ds.attrs['simulated_trace']}",
+            transform=ax.transAxes, ha="right", va="bottom", fontsize=7.5, color="0.35")
     return ax
 
 
@@ -475,8 +479,8 @@ def explore(noise=None):
                         f"{type(noise).__name__}")
     given = {} if noise is None else {
         f"yours: {_describe_source(noise)}"[:60]: noise}
-    style = {"description_width": "150px"}
-    wide = widgets.Layout(width="460px")
+    style = {"description_width": "140px"}
+    wide = widgets.Layout(width="400px")
 
     source = widgets.Dropdown(options=[*given, *_LAWS, *_TRACES], description="noise",
                               style=style, layout=wide)
@@ -544,9 +548,10 @@ def explore(noise=None):
     for name, group in parameters.items():
         for key, widget in group.items():
             controls[f"{name}.{key}"] = widget
-    box = widgets.VBox([widgets.HBox([widgets.VBox([source, parameter_box, n_max, work]),
-                                      widgets.VBox([barrier, latency, overhead])]),
-                        figure, status])
+    columns = widgets.HBox([widgets.VBox([source, parameter_box, n_max, work]),
+                            widgets.VBox([barrier, latency, overhead])],
+                           layout=widgets.Layout(flex_flow="row wrap"))  # narrow: one column
+    box = widgets.VBox([columns, figure, status])
     box.controls, box.figure, box.status, box.values = controls, figure, status, None
     for widget in controls.values():
         widget.observe(update, names="value")

@@ -1,0 +1,488 @@
+"""Every notebook in JupyterLab, in a real headless Chromium: Run All Cells, then look at the page.
+
+A JupyterLab server (this venv's ``jupyter lab``) is started on 127.0.0.1, on a free port,
+with a random token, over a temporary copy of the notebooks (the repository's other folders
+are linked in, so ``../data`` and ``../tests/data`` resolve; the committed notebooks are never
+written). Playwright for Python drives the system's Chromium (Debian's ``chromium``, found on
+PATH or through ``JITTERLAB_CHROMIUM``; no browser is downloaded). Each notebook is opened in
+its own page and workspace and run with Run > Run All Cells; once the kernel is idle the page
+must show
+
+* no error: no error output (a traceback), and no code cell left unexecuted;
+* every figure rendered: each image of an output decoded (and at least one where the notebook
+  draws);
+* every widget rendered (the explorer of :func:`jitterlab.explore`, tqdm's widget progress
+  bars), not "Error displaying widget"; text progress bars are plain stderr text;
+* for the explorer, a new figure after a change of its noise menu, made in the browser.
+
+A screenshot of each notebook goes to ``reports/browser/NAME.png`` (``reports/`` is not
+tracked). ``JITTERLAB_BROWSER_PAGES`` (default 2) notebooks run at once, each in its own
+kernel. Without Chromium the tests are skipped with a warning on the terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+SCREENSHOTS = ROOT / "reports" / "browser"
+PAGES = int(os.environ.get("JITTERLAB_BROWSER_PAGES", "2"))
+NOTEBOOK_TIMEOUT = 900.0  # one notebook, from Run All to idle [s]
+SERVER_TIMEOUT = 60.0  # server start [s]
+SCREENSHOT_MAX_HEIGHT = 16_000  # [px]
+
+# JupyterLab settings for the run: every cell attached to the page (so that the checks see
+# them all), the notebook's kernel started without asking, no autosave, no news or update
+# checks (they would ask for the network)
+SETTINGS = {
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {
+        "windowingMode": "none", "autoStartDefaultKernel": True},
+    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+        "fetchNews": "false", "checkForUpdates": False},
+}
+
+
+def find_chromium() -> str | None:
+    """The Chromium to drive: ``JITTERLAB_CHROMIUM``, else ``chromium`` on PATH."""
+    given = os.environ.get("JITTERLAB_CHROMIUM")
+    if given:
+        return given if Path(given).is_file() else None
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def draws_figures(path: Path) -> bool:
+    """True for a notebook whose code shows a matplotlib figure or the explorer."""
+    code = "\n".join("".join(cell["source"]) for cell in json.loads(path.read_text())["cells"]
+                     if cell["cell_type"] == "code")
+    return bool(re.search(r"plt\.show\(|\.explore\(", code))
+
+
+def uses_explorer(path: Path) -> bool:
+    code = "\n".join("".join(cell["source"]) for cell in json.loads(path.read_text())["cells"]
+                     if cell["cell_type"] == "code")
+    return ".explore(" in code
+
+
+# --------------------------------------------------------------------------------------
+# the server
+# --------------------------------------------------------------------------------------
+@dataclass
+class Server:
+    url: str
+    token: str
+    process: subprocess.Popen
+    log: Path
+
+    def lab_url(self, notebook: str, workspace: str) -> str:
+        return (f"{self.url}/lab/workspaces/{workspace}/tree/notebooks/{notebook}"
+                f"?reset&token={self.token}")
+
+    def stop(self) -> None:
+        """Ask the server to shut down (it stops its kernels), then make sure it is gone."""
+        if self.process.poll() is None:
+            request = urllib.request.Request(f"{self.url}/api/shutdown", method="POST",
+                                             headers={"Authorization": f"token {self.token}"})
+            try:
+                urllib.request.urlopen(request, timeout=10).close()
+                self.process.wait(timeout=30)
+            except Exception:  # noqa: BLE001 - whatever went wrong, end the process below
+                pass
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def lay_out_root(tmp: Path, repository: Path = ROOT) -> Path:
+    """A copy of the notebooks next to links to the repository's other top-level entries."""
+    root = tmp / "root"
+    (root / "notebooks").mkdir(parents=True)
+    for entry in repository.iterdir():
+        if entry.name not in ("notebooks", "reports") and not entry.name.startswith("."):
+            (root / entry.name).symlink_to(entry)
+    for source in (repository / "notebooks").iterdir():
+        if source.is_file():
+            shutil.copy2(source, root / "notebooks" / source.name)
+    return root
+
+
+def start_server(tmp: Path, repository: Path = ROOT) -> Server:
+    root = lay_out_root(tmp, repository)
+    settings = tmp / "user-settings"
+    for name, values in SETTINGS.items():
+        path = settings / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
+    port, token = free_port(), secrets.token_hex(24)
+    jupyter = Path(sys.executable).with_name("jupyter")
+    env = {**os.environ, "JUPYTER_PLATFORM_DIRS": "1",
+           "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
+           "JUPYTER_CONFIG_DIR": str(tmp / "config")}
+    env.pop("MPLBACKEND", None)  # the kernel's own default: inline figures
+    log = tmp / "jupyterlab.log"
+    with open(log, "wb") as stream:
+        process = subprocess.Popen(
+            [str(jupyter), "lab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
+             f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+             f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+             f"--LabApp.user_settings_dir={settings}",
+             f"--LabApp.workspaces_dir={tmp / 'workspaces'}"],
+            cwd=root, env=env, stdout=stream, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL)
+    server = Server(f"http://127.0.0.1:{port}", token, process, log)
+    deadline = time.monotonic() + SERVER_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"jupyter lab exited with {process.returncode}:\n"
+                               f"{log.read_text(errors='replace')[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{server.url}/api/status?token={token}", timeout=2):
+                return server
+        except OSError:
+            time.sleep(0.5)
+    server.stop()
+    raise RuntimeError(f"jupyter lab did not answer within {SERVER_TIMEOUT:g} s:\n"
+                       f"{log.read_text(errors='replace')[-3000:]}")
+
+
+# --------------------------------------------------------------------------------------
+# one notebook in one page
+# --------------------------------------------------------------------------------------
+# the state of the notebook in the page, read in the browser
+_STATE_JS = """() => {
+  const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+  if (!panel) return null;
+  const cells = [...panel.querySelectorAll('.jp-Notebook .jp-CodeCell')];
+  const prompts = cells.map(c => {
+    const p = c.querySelector('.jp-InputArea-prompt');
+    return p ? p.textContent.trim() : '';
+  });
+  const indicator = panel.querySelector('.jp-Notebook-ExecutionIndicator');
+  return {cells: cells.length, prompts,
+          indicator: indicator ? indicator.getAttribute('data-status') : null};
+}"""
+
+_CHECK_JS = """() => {
+  const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+  const outputs = [...panel.querySelectorAll('.jp-OutputArea-output')];
+  const stderr = [...panel.querySelectorAll(
+      '.jp-RenderedText[data-mime-type="application/vnd.jupyter.stderr"]')];
+  const errors = stderr.filter(e => /Traceback|^\\s*\\w*(Error|Exception)\\b/m.test(e.textContent))
+                       .map(e => e.textContent.slice(-1500));
+  const images = [...panel.querySelectorAll('.jp-OutputArea-output img')];
+  const broken = images.filter(i => !(i.complete && i.naturalWidth > 0)).length;
+  const widgetOutputs = [...panel.querySelectorAll('.jp-OutputArea-output > .jupyter-widgets')];
+  const widgetFailures = outputs.filter(o => /Error displaying widget|Loading widget/.test(
+      o.textContent)).map(o => o.textContent.slice(0, 300));
+  const progressWidgets = panel.querySelectorAll('.jp-OutputArea-output .widget-hprogress').length;
+  const textProgress = stderr.filter(e => /\\d+%\\|/.test(e.textContent)).length;
+  const otherStderr = stderr.filter(e => !/Traceback/.test(e.textContent) &&
+                                         !/\\d+%\\|/.test(e.textContent))
+                            .map(e => e.textContent.slice(0, 300));
+  return {images: images.length, broken, widgets: widgetOutputs.length,
+          widgetImages: panel.querySelectorAll('.jupyter-widgets img').length,
+          widgetFailures, errors, progressWidgets, textProgress, otherStderr};
+}"""
+
+
+@dataclass
+class Run:
+    path: Path
+    page: object = None
+    started: float = 0.0
+    seconds: float = 0.0
+    idle_since: float | None = None
+    state: dict = field(default_factory=dict)
+    checks: dict = field(default_factory=dict)
+    problems: list = field(default_factory=list)
+    screenshot: Path | None = None
+
+
+def _open_and_run_all(page, server: Server, run: Run, workspace: str) -> None:
+    page.goto(server.lab_url(run.path.name, workspace), wait_until="domcontentloaded")
+    page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(timeout=120_000)
+    # the kernel must be up before Run All, or the first cells wait in a queue unseen
+    page.wait_for_function(
+        """() => { const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+                   const i = panel && panel.querySelector('.jp-Notebook-ExecutionIndicator');
+                   const name = panel && panel.querySelector('.jp-Toolbar-kernelName');
+                   return i && name && i.getAttribute('data-status') === 'idle'
+                          && !/No Kernel/.test(name.textContent); }""",
+        timeout=120_000)
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+    run.started = time.monotonic()
+
+
+def _finished(run: Run) -> bool:
+    """Idle, with no cell running or waiting, for two consecutive seconds."""
+    state = run.page.evaluate(_STATE_JS)
+    run.state = state or {}
+    busy = (state is None or state["indicator"] != "idle"
+            or any(p in ("[*]:", "[*]") for p in state["prompts"]))
+    # Run All marks every queued cell [*] at once, so idle with no [*] means done
+    if busy:
+        run.idle_since = None
+        return False
+    if run.idle_since is None:
+        run.idle_since = time.monotonic()
+    return time.monotonic() - run.idle_since >= 2.0
+
+
+def _check(run: Run) -> None:
+    page = run.page
+    page.wait_for_timeout(1000)  # late widget views and image decoding
+    checks = page.evaluate(_CHECK_JS)
+    run.checks = checks
+    not_run = [i + 1 for i, p in enumerate(run.state.get("prompts", []))
+               if not re.fullmatch(r"\[\d+\]:?", p)]
+    if not_run:
+        run.problems.append(f"code cells not executed (counted from 1): {not_run}")
+    if checks["errors"]:
+        run.problems.append("error output:\n" + "\n---\n".join(checks["errors"]))
+    if checks["broken"]:
+        run.problems.append(f"{checks['broken']} of {checks['images']} images not rendered")
+    if draws_figures(run.path) and checks["images"] == 0:
+        run.problems.append("the notebook draws figures but the page shows no image")
+    if checks["widgetFailures"]:
+        run.problems.append(f"widgets not rendered: {checks['widgetFailures']}")
+    if uses_explorer(run.path) and not run.problems:
+        _check_explorer(run)
+
+
+def _check_explorer(run: Run) -> None:
+    """The explorer is drawn, and draws again after a change made in the browser."""
+    page = run.page
+    image = page.locator(".jupyter-widgets.widget-image").first
+    if image.count() == 0 or not page.locator(".jupyter-widgets .widget-slider").count():
+        run.problems.append("the explorer's figure or sliders are missing")
+        return
+    before = image.get_attribute("src")
+    menu = page.locator(".widget-dropdown select").first
+    menu.select_option(label="Pareto")
+    try:
+        page.wait_for_function(
+            """(before) => { const i = document.querySelector(
+                   '.jp-NotebookPanel:not(.lm-mod-hidden) .jupyter-widgets.widget-image');
+                 return i && i.getAttribute('src') !== before && i.complete
+                        && i.naturalWidth > 0; }""", arg=before, timeout=60_000)
+    except Exception as error:  # noqa: BLE001 - reported as a problem of this notebook
+        run.problems.append(f"the explorer did not redraw after choosing Pareto: {error}")
+        return
+    status = page.locator(".jupyter-widgets.widget-html").first.inner_text()
+    if "Pareto" not in (page.locator(".widget-dropdown select").first.input_value()) or \
+            "cannot compute" in status:
+        run.problems.append(f"the explorer's status after the change: {status!r}")
+
+
+def _screenshot(run: Run) -> None:
+    """The whole notebook: the page made as tall as the notebook's scrolled content."""
+    page = run.page
+    height = page.evaluate("""() => {
+        const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+        if (!panel) return 0;
+        const boxes = [...panel.querySelectorAll('.jp-Notebook, .jp-WindowedPanel-outer')];
+        boxes.forEach(b => { b.scrollTop = 0; });
+        return Math.max(0, ...boxes.map(b => b.scrollHeight)); }""")
+    page.set_viewport_size({"width": 1280, "height": int(min(max(height + 200, 900),
+                                                           SCREENSHOT_MAX_HEIGHT))})
+    page.wait_for_timeout(500)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    run.screenshot = SCREENSHOTS / f"{run.path.stem}.png"
+    page.screenshot(path=str(run.screenshot))
+
+
+def run_notebooks(paths, server: Server, chromium: str, pages: int) -> dict[str, Run]:
+    """Run every notebook, ``pages`` at a time, each in its own page, workspace and kernel."""
+    from playwright.sync_api import sync_playwright
+
+    waiting = [Run(path) for path in paths]
+    done: dict[str, Run] = {}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, headless=True)
+        try:
+            running: list[Run] = []
+            while waiting or running:
+                while waiting and len(running) < pages:
+                    run = waiting.pop(0)
+                    run.page = browser.new_page(viewport={"width": 1280, "height": 900})
+                    try:
+                        _open_and_run_all(run.page, server, run, f"w{len(done) + len(running)}")
+                        running.append(run)
+                    except Exception as error:  # noqa: BLE001 - a failure of this notebook
+                        run.problems.append(f"could not open and run it: {error}")
+                        done[run.path.name] = _close(run)
+                for run in list(running):
+                    try:
+                        finished = _finished(run)
+                    except Exception as error:  # noqa: BLE001
+                        run.problems.append(f"page failed while running: {error}")
+                        finished = True
+                    timed_out = time.monotonic() - run.started > NOTEBOOK_TIMEOUT
+                    if finished or timed_out:
+                        run.seconds = time.monotonic() - run.started
+                        if timed_out and not finished:
+                            run.problems.append(f"not idle after {NOTEBOOK_TIMEOUT:g} s")
+                        try:
+                            _check(run)
+                            _screenshot(run)
+                        except Exception as error:  # noqa: BLE001
+                            run.problems.append(f"checking the page failed: {error}")
+                        running.remove(run)
+                        done[run.path.name] = _close(run)
+                time.sleep(0.5)
+        finally:
+            browser.close()
+    return done
+
+
+def _close(run: Run) -> Run:
+    if run.page is not None:
+        run.page.close()
+        run.page = None
+    return run
+
+
+# --------------------------------------------------------------------------------------
+# the tests
+# --------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def chromium(request):
+    path = find_chromium()
+    if path is None:
+        message = ("WARNING: Chromium not found (apt-get install chromium, or set "
+                   "JITTERLAB_CHROMIUM): the JupyterLab browser tests of tests/test_browser.py "
+                   "are SKIPPED")
+        reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.ensure_newline()
+            reporter.write_line(message, yellow=True, bold=True)
+        print(message, file=sys.stderr)
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture(scope="module")
+def notebook_runs(chromium, request):
+    """The selected notebooks run in JupyterLab; the server is stopped whatever happens."""
+    selected = [item.callspec.params["path"] for item in request.session.items
+                if getattr(item, "originalname", "") == "test_notebook_runs_in_jupyterlab"]
+    with tempfile.TemporaryDirectory(prefix="jitterlab-browser-") as folder:
+        server = start_server(Path(folder))
+        try:
+            started = time.monotonic()
+            runs = run_notebooks(selected, server, chromium, PAGES)
+            total = time.monotonic() - started
+        finally:
+            server.stop()
+        assert server.process.poll() is not None
+    lines = [f"{name}: {run.seconds:.0f} s, {run.checks.get('images', 0)} images, "
+             f"{run.checks.get('widgets', 0)} widgets, {run.checks.get('progressWidgets', 0)} "
+             f"widget and {run.checks.get('textProgress', 0)} text progress bars, "
+             f"{'ok' if not run.problems else 'PROBLEMS'}" for name, run in runs.items()]
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    (SCREENSHOTS / "summary.txt").write_text(
+        f"{len(runs)} notebooks, {PAGES} at a time, {total:.0f} s in all\n" + "\n".join(lines)
+        + "\n")
+    return runs
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_runs_in_jupyterlab(notebook_runs, path):
+    run = notebook_runs[path.name]
+    assert run.screenshot is not None and run.screenshot.is_file()
+    assert not run.problems, f"{path.name} in JupyterLab:\n" + "\n".join(run.problems)
+
+
+def test_the_checks_catch_what_they_look_for(chromium, tmp_path, monkeypatch):
+    """A small notebook with a widget, both kinds of progress bar, a warning, an error and a
+    cell after it: the widgets and bars are counted, the warning passes, the error and the
+    cell that Run All never reached are reported."""
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook(metadata={"kernelspec": {
+        "name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}})
+    notebook.cells = [nbformat.v4.new_code_cell(code) for code in (
+        "import ipywidgets\nfrom tqdm.notebook import tqdm\nfor i in tqdm(range(3)):\n    pass\n"
+        "ipywidgets.IntSlider()",
+        "from tqdm import tqdm\nfor i in tqdm(range(3)):\n    pass",
+        "import warnings\nwarnings.warn('only a warning')",
+        "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()",
+        "1 / 0",
+        "print('never reached')")]
+    repository = tmp_path / "repository"
+    (repository / "notebooks").mkdir(parents=True)
+    path = repository / "notebooks" / "small.ipynb"
+    nbformat.write(notebook, path)
+    monkeypatch.setattr(sys.modules[__name__], "SCREENSHOTS", tmp_path / "screenshots")
+    server = start_server(tmp_path / "server", repository)
+    try:
+        run = run_notebooks([path], server, chromium, 1)["small.ipynb"]
+    finally:
+        server.stop()
+    assert server.process.poll() is not None
+    assert run.checks["widgets"] == 2 and run.checks["progressWidgets"] == 1
+    assert run.checks["textProgress"] == 1 and run.checks["images"] == 1
+    assert any("only a warning" in text for text in run.checks["otherStderr"])
+    assert run.problems[0] == "code cells not executed (counted from 1): [6]"
+    assert "ZeroDivisionError" in run.problems[1]
+    assert len(run.problems) == 2
+    assert run.screenshot.is_file()
+
+
+def test_find_chromium_honours_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("JITTERLAB_CHROMIUM", str(tmp_path / "nowhere"))
+    assert find_chromium() is None
+    fake = tmp_path / "chromium"
+    fake.write_text("")
+    monkeypatch.setenv("JITTERLAB_CHROMIUM", str(fake))
+    assert find_chromium() == str(fake)
+
+
+def test_a_missing_chromium_skips_loudly(monkeypatch, pytester):
+    """Without Chromium the browser tests skip, and say so on the terminal."""
+    pytester.makepyfile(test_inner=f"""
+import importlib.util
+import sys
+
+spec = importlib.util.spec_from_file_location("browser", {str(Path(__file__))!r})
+browser = importlib.util.module_from_spec(spec)
+sys.modules["browser"] = browser  # dataclasses look their module up there
+spec.loader.exec_module(browser)
+chromium = browser.chromium
+
+
+def test_needs_chromium(chromium):
+    pass
+""")
+    monkeypatch.setenv("JITTERLAB_CHROMIUM", "/nonexistent/chromium")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*WARNING: Chromium not found*SKIPPED*"])
