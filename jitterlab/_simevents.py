@@ -23,7 +23,7 @@ import pandas as pd
 
 from .events import COLLECTIVE, COMPUTE, KINDS, RECV, SEND, EventTrace
 
-__all__ = ["barrier_free_events", "tree_events", "round_events"]
+__all__ = ["barrier_free_events", "tree_events", "round_events", "wavefront_events"]
 
 
 def barrier_free_events(compute, end_times, work, /, **attrs) -> EventTrace:
@@ -82,7 +82,8 @@ def tree_events(op_ends, work, fanout, send, recv, latency, /, **attrs) -> Event
     peer[:, :, 1:1 + fanout] = np.take_along_axis(peer[:, :, 1:1 + fanout], order, axis=2)
     any_order = np.zeros(kind.size, dtype=bool)
     any_order[1:1 + fanout] = True  # the reduce takes its children in order of arrival
-    return _message_events(op_ends, kind, peer, tag, 2, cost, latency, attrs, any_order)
+    return _message_events(op_ends, kind, peer, _tags(op_ends.shape, tag, 2), cost, latency,
+                           attrs, any_order)
 
 
 def round_events(op_ends, work, partners, send, recv, latency, /, **attrs) -> EventTrace:
@@ -100,16 +101,62 @@ def round_events(op_ends, work, partners, send, recv, latency, /, **attrs) -> Ev
     peer[:, 2::2] = partners[:, :, 1].T
     tag = np.concatenate([[0], np.repeat(np.arange(rounds), 2)]).astype(np.int64)
     cost = np.concatenate([[work], np.tile([send, recv], rounds)])
-    return _message_events(op_ends, kind, np.broadcast_to(peer, op_ends.shape), tag,
-                           max(rounds, 1), cost, latency, attrs)
+    return _message_events(op_ends, kind, np.broadcast_to(peer, op_ends.shape),
+                           _tags(op_ends.shape, tag, max(rounds, 1)), cost, latency, attrs)
 
 
-def _message_events(op_ends, kind, peer, tag, tags_per_phase, cost, latency, attrs,
-                    any_order=None):
+def wavefront_events(op_ends, iteration_end, corners, px, blocks, costs, latency, allreduce,
+                     /, **attrs) -> EventTrace:
+    """The event trace of a wavefront run (:func:`jitterlab.apps.wavefront_simulate`).
+
+    ``op_ends[pass, rank, step]`` as filled by :func:`jitterlab._wavekernels.run_passes`
+    (receive x, receive y, compute, send x, send y; NaN where a rank has no such step),
+    ``iteration_end[it]`` the end of each iteration, ``costs`` = (work, send, recv) [s].
+    Messages in x of pass g have tag 2g, in y 2g + 1. With ``allreduce`` every rank ends
+    each iteration with a collective interval (tag = iteration) to ``iteration_end``.
+    """
+    passes, n, _ = op_ends.shape
+    work, send, recv = costs
+    sweep = (np.arange(passes) // blocks) % len(corners)
+    dx = corners[sweep, 0][:, None]
+    dy = corners[sweep, 1][:, None] * px
+    rank = np.arange(n)[None, :]
+    peer = np.stack(np.broadcast_arrays(rank - dx, rank - dy, np.full((1, n), -1), rank + dx,
+                                        rank + dy), axis=-1)
+    kind = np.array([RECV, RECV, COMPUTE, SEND, SEND], dtype=np.int8)
+    tags = (2 * np.arange(passes)[:, None, None] + np.array([0, 1, 0, 0, 1])
+            + np.zeros((1, n, 1), dtype=np.int64))
+    tags[:, :, 2] = np.arange(passes)[:, None]
+    cost = np.array([recv, recv, work, send, send])
+    if allreduce:
+        per_iteration = passes // iteration_end.size
+        closing = np.full((passes, n, 1), np.nan)
+        closing[per_iteration - 1::per_iteration, :, 0] = iteration_end[:, None]
+        op_ends = np.concatenate([op_ends, closing], axis=2)
+        kind = np.append(kind, COLLECTIVE).astype(np.int8)
+        peer = np.concatenate([peer, np.full((passes, n, 1), -1)], axis=2)
+        iteration = np.arange(passes) // per_iteration
+        tags = np.concatenate([tags, np.broadcast_to(iteration[:, None, None],
+                                                     (passes, n, 1))], axis=2)
+        cost = np.append(cost, 0.0)
+    return _message_events(op_ends, kind, peer, tags, cost, latency, attrs)
+
+
+def _tags(shape, tag, tags_per_phase):
+    """Tags ``[phase, task, op]``: phase·tags_per_phase + tag[op]; op 0, the compute,
+    has the phase."""
+    phase = np.arange(shape[0])[:, None, None]
+    tags = np.broadcast_to(phase * tags_per_phase + tag, shape).copy()
+    tags[:, :, 0] = phase[:, :, 0]
+    return tags
+
+
+def _message_events(op_ends, kind, peer, tags, cost, latency, attrs, any_order=None):
     """Rows of the event trace from operation ends ``[phase, task, op]`` (NaN: none).
 
-    ``kind``, ``tag`` and ``cost`` are per op; ``peer`` is ``[phase, task, op]``. Each
-    task's operations run back to back from time 0.
+    ``kind`` and ``cost`` are per op; ``peer`` and ``tags`` are ``[phase, task, op]``
+    (a compute's tag is its phase). Each task's operations run back to back from time
+    0; a collective carries no noise.
     """
     phases, n, width = op_ends.shape
     by_rank = np.ascontiguousarray(op_ends.transpose(1, 0, 2)).reshape(-1)
@@ -117,14 +164,13 @@ def _message_events(op_ends, kind, peer, tag, tags_per_phase, cost, latency, att
     end = by_rank[present]
     rank = np.repeat(np.arange(n, dtype=np.int64), phases * width)[present]
     slot = np.tile(np.arange(width), n * phases)[present]
-    phase = np.tile(np.repeat(np.arange(phases, dtype=np.int64), width), n)[present]
     peers = np.ascontiguousarray(peer.transpose(1, 0, 2)).reshape(-1)[present].astype(np.int64)
+    tags = np.ascontiguousarray(tags.transpose(1, 0, 2)).reshape(-1)[present].astype(np.int64)
     codes = kind[slot]
     first = np.ones(end.size, dtype=bool)
     first[1:] = rank[1:] != rank[:-1]
     seq = np.arange(end.size) - np.flatnonzero(first).repeat(np.diff(np.append(
         np.flatnonzero(first), end.size)))
-    tags = np.where(codes == COMPUTE, phase, phase * tags_per_phase + tag[slot])
     is_send, is_recv = codes == SEND, codes == RECV
     sender = np.zeros(0, dtype=np.int64)
     if is_recv.any():
@@ -154,6 +200,7 @@ def _message_events(op_ends, kind, peer, tag, tags_per_phase, cost, latency, att
     if sender.size:
         begin[is_recv] = np.maximum(start[is_recv], end[sender] + latency)
     noise = np.clip(end - begin - cost[slot], 0.0, end - start)
+    noise[codes == COLLECTIVE] = 0.0
     rows = pd.DataFrame({
         "rank": rank, "seq": seq.astype(np.int64),
         "kind": pd.Categorical.from_codes(codes, categories=KINDS),

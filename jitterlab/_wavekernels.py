@@ -71,14 +71,19 @@ def _busy(state, rank, t, cpu, table, offsets):
 
 @numba.njit(cache=True)
 def run_passes(state, first, count, px, py, corners, blocks, work, send, recv,
-               wire_x, wire_y, allreduce, mode, table, offsets, delta, iteration_end):
+               wire_x, wire_y, allreduce, mode, table, offsets, delta, iteration_end,
+               ops_out):
     """Run passes ``first`` … ``first + count − 1`` (global pass numbers).
 
     ``delta[k, rank]`` is the noise of pass ``first + k`` (mode 2). After the last pass
     of an iteration every rank waits for the slowest, plus ``allreduce`` [s] if that is
     >= 0 (a negative value: no synchronisation); ``iteration_end[it]`` receives the
-    end of iteration ``it``: the slowest rank's finish, plus the all-reduce.
+    end of iteration ``it``: the slowest rank's finish, plus the all-reduce. When
+    ``ops_out`` is not empty, ``ops_out[g, rank, step]`` receives the end of each step
+    of global pass g (receive x, receive y, compute, send x, send y; untouched where a
+    rank has no such step).
     """
+    keep_ops = ops_out.shape[0] > 0
     n_sweeps = corners.shape[0]
     per_iteration = n_sweeps * blocks
     for k in range(count):
@@ -120,6 +125,8 @@ def run_passes(state, first, count, px, py, corners, blocks, work, send, recv,
                         t = end if end >= 0.0 else _busy(state, rank, t, cpu, table, offsets)
                     else:
                         t = t + cpu
+                    if keep_ops:
+                        ops_out[g, rank, step] = t
                     if step == 3:
                         state[rank + dx, _ARRIVE_X] = t + wire_x
                     elif step == 4:

@@ -360,3 +360,42 @@ def test_detail_gives_every_blocks_end():
         float(wavefront_simulate(workload, law, rng=1)["total_time"][0])
     with pytest.raises(ValueError, match="in_order"):
         wavefront_simulate(workload, detail=True, progress="on_arrival")
+
+
+# --- the event trace of a wavefront run (issue #10) ------------------------------------------
+@pytest.mark.parametrize("allreduce", [False, True])
+@pytest.mark.parametrize("noise", ["trace", "law"])
+def test_wavefront_events_give_the_true_cost_of_the_noise(allreduce, noise):
+    # every receive, compute and send with the noise it met: removing it gives the
+    # noiseless run, so the estimate is the true cost (to rounding)
+    wf = Wavefront(4, 6, blocks=5, work=100e-6, iterations=2, message=LOGGP,
+                   allreduce=allreduce)
+    source = jl.synthetic_trace(duration=1.0, rng=3) if noise == "trace" \
+        else jl.noise.Exponential(mean=5e-6)
+    events = wavefront_simulate(wf, source, rng=2, detail="events")
+    ds = wavefront_simulate(wf, source, rng=2)
+    assert events.attrs["makespan"] == float(ds["total_time"][0])
+    assert events.attrs["noiseless_makespan"] == float(ds["noiseless_time"])
+    kind = events.data["kind"].astype(str)
+    passes = 2 * len(wf.corners) * 5
+    # per pass: 24 computes, (px - 1)·py messages in x and px·(py - 1) in y
+    assert (kind == "compute").sum() == passes * 24
+    assert (kind == "send").sum() == (kind == "recv").sum() == passes * (3 * 6 + 4 * 5)
+    assert (kind == "collective").sum() == (2 * 24 if allreduce else 0)
+    truth = events.attrs["makespan"] - events.attrs["noiseless_makespan"]
+    estimate = float(jl.estimate.accumulated_noise(events, "combined")["run_accumulated"][0])
+    scale = float(events.data["end"].max())
+    assert truth > 0
+    assert estimate == pytest.approx(truth, abs=8 * np.finfo(float).eps * scale * len(events))
+
+
+def test_wavefront_events_refuse_what_they_cannot_write():
+    wf = Wavefront(2, 2, blocks=2, work=1e-4, message=LOGGP)
+    with pytest.raises(ValueError, match="runs=1"):
+        wavefront_simulate(wf, detail="events", runs=2)
+    with pytest.raises(ValueError, match="progress='in_order'"):
+        wavefront_simulate(wf, detail="events", progress="on_arrival")
+    sized = Wavefront(2, 3, blocks=2, work=1e-4, message=jl.Message(per_byte=1e-9),
+                      bytes_x=100, bytes_y=200)
+    with pytest.raises(ValueError, match="same wire time in x and y"):
+        wavefront_simulate(sized, detail="events")

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import xarray as xr
 
-from .. import _simkernels, _wavekernels
+from .. import _simevents, _simkernels, _wavekernels
 from .._checks import check_integer, check_positive
 from .._provenance import provenance_attrs
 from .._random import RngLike, as_generator, seed_from
@@ -387,10 +387,15 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
         :func:`wavefront_predict`. "on_arrival": as soon as the CPU is free after the
         message arrives, even in the middle of another block (LogGOPSim's rule; a
         discrete-event run, slower; no all-reduce, no noise law).
-    detail : bool
-        Also return ``block_end`` (dims ``run``, ``pass``, ``rank``): when each rank
-        is done with each block (in order only; memory ranks × blocks × sweeps ×
-        iterations, for small workloads).
+    detail : bool or "events"
+        True: also return ``block_end`` (dims ``run``, ``pass``, ``rank``): when each
+        rank is done with each block (in order only; memory ranks × blocks × sweeps ×
+        iterations, for small workloads). "events": return instead the run's
+        :class:`jitterlab.EventTrace` (one run, in order, the same wire time in x and y):
+        per rank and block its receives, compute and sends with the noise each met,
+        and with the all-reduce a collective interval per iteration; attrs
+        ``makespan`` and ``noiseless_makespan`` [s] (see
+        :func:`jitterlab.estimate.accumulated_noise`).
 
     Returns
     -------
@@ -429,11 +434,21 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
             raise ValueError("progress='on_arrival' does not model the all-reduce: use "
                              "allreduce=False or progress='in_order'")
         return _simulate_on_arrival(workload, noise, start, rng, runs)
-    if not isinstance(detail, bool | np.bool_):
-        raise TypeError(f"detail must be True or False, got {detail!r}")
+    events = isinstance(detail, str) and detail == "events"
+    if not events and not isinstance(detail, bool | np.bool_):
+        raise TypeError(f"detail must be True, False or 'events', got {detail!r}")
     args = workload._kernel_args()
     n_ranks, iterations = workload.n, workload.iterations
     n_passes = iterations * args[2].shape[0] * workload.blocks
+    if events:
+        if runs != 1:
+            raise ValueError("detail='events' needs runs=1")
+        if args[7] != args[8]:
+            raise ValueError(f"detail='events' needs the same wire time in x and y (an "
+                             f"event trace has one latency), got {args[7]!r} and "
+                             f"{args[8]!r} s")
+        detail = False
+    op_ends = np.full((n_passes, n_ranks, 5), np.nan) if events else _NO_OPS
     block_end = np.zeros((runs, n_passes, n_ranks)) if detail else None
     noiseless_end = _noiseless(workload)[1][-1]
     finishes = np.zeros((runs, n_ranks))
@@ -444,7 +459,7 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
         for run in range(runs):
             state = _run_passes(args, n_passes, _wavekernels.NO_NOISE, empty_table,
                                 np.zeros(n_ranks), ends[run],
-                                None if block_end is None else block_end[run])
+                                None if block_end is None else block_end[run], op_ends)
             finishes[run] = state[:, 0]
         kind = "no noise"
     elif method == "trace":
@@ -455,7 +470,7 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
         for run in range(runs):
             offsets = np.ascontiguousarray(draw_offsets(noise, n_ranks, start, rng=gen))
             state = _run_passes(args, n_passes, _wavekernels.TRACE, table, offsets, ends[run],
-                                None if block_end is None else block_end[run])
+                                None if block_end is None else block_end[run], op_ends)
             finishes[run] = state[:, 0]
         kind = "trace-driven simulation (jitSim rules for compute and message CPU time)"
     else:
@@ -472,16 +487,23 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
                 delta = np.ascontiguousarray(law.sample((count, n_ranks), rng=gen), dtype=float)
                 if block_end is None:
                     _wavekernels.run_passes(state, first, count, *args, _wavekernels.DELTA,
-                                            empty_table, np.zeros(n_ranks), delta, ends[run])
+                                            empty_table, np.zeros(n_ranks), delta, ends[run],
+                                            op_ends)
                     continue
                 for k in range(count):  # one pass at a time, keeping each rank's clock
                     _wavekernels.run_passes(state, first + k, 1, *args, _wavekernels.DELTA,
                                             empty_table, np.zeros(n_ranks), delta[k:k + 1],
-                                            ends[run])
+                                            ends[run], op_ends)
                     block_end[run, first + k] = state[:, 0]
             finishes[run] = state[:, 0]
         kind = "distribution-driven Monte Carlo of the block recurrence"
     ds = _labelled(workload, ends, finishes, noiseless_end, kind, noise, start, seed)
+    if events:
+        px, _, corners, blocks, work, send, recv, wire, _, _ = args
+        return _simevents.wavefront_events(
+            op_ends, ends[0], corners, px, blocks, (work, send, recv), wire,
+            workload.allreduce, **ds.attrs, source="jl.apps.wavefront_simulate",
+            makespan=float(ends[0, -1]), noiseless_makespan=float(noiseless_end))
     if block_end is not None:
         sweeps = len(workload.corners)
         passes = np.arange(n_passes)
@@ -496,6 +518,7 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
 
 
 _SCALE = 10**12  # the event-driven run counts in whole picoseconds
+_NO_OPS = np.zeros((0, 0, 0))  # no record of each step's end
 
 
 def _in_units(value: float) -> int:
@@ -553,14 +576,17 @@ def _labelled(workload, ends, finishes, noiseless_end, kind, noise, start, seed)
                                     "rank": np.arange(workload.n)}, attrs=attrs)
 
 
-def _run_passes(args, n_passes, mode, table, offsets, iteration_end, block_end=None):
-    """All passes on a fresh state; with ``block_end``, one at a time, keeping the clocks."""
+def _run_passes(args, n_passes, mode, table, offsets, iteration_end, block_end=None,
+                op_ends=_NO_OPS):
+    """All passes on a fresh state; with ``block_end``, one at a time, keeping the clocks;
+    ``op_ends`` ``[pass, rank, step]`` is filled when not empty."""
     state = _wavekernels.new_state(offsets.size)
     empty = np.zeros((0, 0))
     if block_end is None:
         return _wavekernels.run_passes(state, 0, n_passes, *args, mode, table, offsets, empty,
-                                       iteration_end)
+                                       iteration_end, op_ends)
     for g in range(n_passes):
-        _wavekernels.run_passes(state, g, 1, *args, mode, table, offsets, empty, iteration_end)
+        _wavekernels.run_passes(state, g, 1, *args, mode, table, offsets, empty, iteration_end,
+                                op_ends)
         block_end[g] = state[:, 0]
     return state
