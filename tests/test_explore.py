@@ -232,3 +232,13 @@ def test_widget_offers_your_own_noise(trace):
     assert box.values.attrs["source"].startswith("trace")
     with pytest.raises(TypeError, match="noise must be"):
         jl.explore("exponential")
+
+
+def test_docstring_examples():
+    import doctest
+    import importlib
+
+    # jl.explore is the function; the module is reached by its full name
+    module = importlib.import_module("jitterlab.explore")
+    assert doctest.testmod(module).attempted >= 3
+    assert doctest.testmod(module).failed == 0
