@@ -32,6 +32,18 @@ disturbs another:
    broadcast — at 1, 2, 4 and 8 ranks (``--session-pb-seconds``, default 20 s each), so
    that the simulation is fed with traces of the same machine in the same session as
    the real runs it is compared with. Its files have the variant ``"session"``.
+6. **BSP runs with their event traces** (``jitterlab measure bsp``; issue #10, the
+   validation of Nataraj et al., seed 003): pairs of 2-rank runs of ``--bsp-phases``
+   (1000) phases of w = 1 ms, each pair one run without and one with the injector (a
+   busy detour of 500 µs every 10 ms per rank, ``--inject-seed`` = the repeat), with the
+   polled collective (``--bsp-polled-pairs``, 4) and the blocking barrier
+   (``--bsp-blocking-pairs``, 2), interleaved: repeat r runs the polled and the blocking
+   pair (their order alternating with r), clean first in odd repeats and injected first
+   in even ones, so that a drift of the machine's load spreads over both kinds.
+   ``--wait-load L`` first waits (up to ``--wait-seconds``) until the 1-minute load
+   average is at most L (once, before the first run). :func:`bsp_table` computes, from
+   the manifest, the comparison of the estimate with the measured cost of the injection
+   that ``PROVENANCE.md`` shows.
 
 Each file gets an entry in ``data/measured/manifest.json`` (machine-readable: what it
 is, machine — CPU model, number of CPUs, host, kernel — from the file's own attributes,
@@ -50,6 +62,7 @@ Usage (from the repository root, with jitterlab installed, e.g. in ``.venv``)::
     python data/record_measurements.py --only pb --variants no_bcast no_wait  # some PB runs
     python data/record_measurements.py --only pb --works 0.013 0.083  # PB at 13 and 83 ms
     python data/record_measurements.py --only session           # jitSim Fig. 7 session
+    python data/record_measurements.py --only bsp --wait-load 1.0   # BSP pairs (issue #10)
     python data/record_measurements.py --cpus 1 --detour-seconds 120
     python data/record_measurements.py --dry-run    # print the commands only
 
@@ -71,6 +84,9 @@ Stored files (names do not depend on the durations):
   session (step 5).
 * ``latency_<R>ranks.nc`` — latency runs (netCDF), read by
   ``jitterlab.bench.read_latency``.
+* ``bsp_2ranks_w1ms_<polled|blocking>[_inject500us_10ms]_r<R>.nc`` — BSP runs (netCDF),
+  read by ``jitterlab.bench.read_bsp`` (event trace) and
+  ``jitterlab.bench.read_bsp_interruptions`` (every interruption).
 
 To keep ``data/`` small (a few MB): the FWQ files are re-encoded after the run — the
 samples, whole numbers of timestamp-counter cycles divided by ``frequency_hz``, are
@@ -115,12 +131,13 @@ MANIFEST = "manifest.json"
 PROVENANCE = "PROVENANCE.md"
 MANIFEST_FORMAT = "jitterlab measurements manifest"
 MANIFEST_VERSION = 1
-KINDS = ("detour", "fwq", "pb", "latency")
+KINDS = ("detour", "fwq", "pb", "latency", "bsp")
 #: recording steps (``--only``): one per kind, and the jitSim session (detour + pb files)
 STEPS = (*KINDS, "session")
 #: variants of each kind, in the order the manifest lists them
 VARIANTS = ("fixed_threshold", "default_threshold", "lcg", "default", "no_wait_no_bcast",
-            "no_bcast", "no_wait", "session")
+            "no_bcast", "no_wait", "session", "polled", "polled_injected", "blocking",
+            "blocking_injected")
 #: PB set-ups: variant -> (benchmark flags, what they mean); the 2-rank runs cover all
 PB_SETUPS = {
     "default": ([], "with the random wait and the broadcast of Algorithm 1 (Garg & De "
@@ -145,12 +162,26 @@ PB_RANKS = (2, 4, 8)
 LATENCY_RANKS = (2, 4, 8)
 QUICK = {"detour_seconds": 3.0, "default_threshold_seconds": 2.0, "fwq_seconds": 3.0,
          "pb_seconds": 5.0, "latency_round_trips": 200, "latency_barriers": 1000,
-         "session_detour_seconds": 3.0, "session_pb_seconds": 3.0}
+         "session_detour_seconds": 3.0, "session_pb_seconds": 3.0, "bsp_phases": 200,
+         "bsp_polled_pairs": 1, "bsp_blocking_pairs": 1}
 FULL = {"detour_seconds": 60.0, "default_threshold_seconds": 5.0, "fwq_seconds": 60.0,
         "pb_seconds": 60.0, "latency_round_trips": 1000, "latency_barriers": 5000,
-        "session_detour_seconds": 15.0, "session_pb_seconds": 20.0}
+        "session_detour_seconds": 15.0, "session_pb_seconds": 20.0, "bsp_phases": 1000,
+        "bsp_polled_pairs": 4, "bsp_blocking_pairs": 2}
 #: fewest FWQ samples per quantum, whatever the duration
 MIN_FWQ_SAMPLES = 30
+#: BSP runs (issue #10): ranks, work per phase [s], injector period and duration [s]
+BSP_RANKS = 2
+BSP_WORK = 1e-3
+BSP_INJECT_PERIOD = 10e-3
+BSP_INJECT_DURATION = 500e-6
+#: BSP collectives: variant (with "_injected" for the runs with the injector) ->
+#: (benchmark flags, what they are)
+BSP_SETUPS = {
+    "polled": (["--poll"], "polled collective (MPI_Ibarrier + MPI_Test loop that records "
+               "its own interruptions)"),
+    "blocking": ([], "blocking MPI_Barrier (nothing observed inside it)"),
+}
 
 
 # --------------------------------------------------------------------------------------
@@ -389,6 +420,8 @@ def plan(args) -> list[dict]:
                 "loader": f"jitterlab.datasets.load_latency(ranks={ranks})"})
     if "session" in args.only:
         jobs += session_jobs(args)
+    if "bsp" in args.only:
+        jobs += bsp_jobs(args)
     if args.variants:
         jobs = [job for job in jobs if job["variant"] in args.variants]
     if args.works:
@@ -460,6 +493,59 @@ def session_jobs(args) -> list[dict]:
                            note=", recorded right after the session's detour traces "
                                 "(De & Mann 2010, Fig. 7)"))
     return jobs
+
+
+def bsp_jobs(args) -> list[dict]:
+    """BSP runs (issue #10): pairs without/with the injector, polled and blocking,
+    interleaved (see the module docstring, step 6)."""
+    pairs = {"polled": args.bsp_polled_pairs, "blocking": args.bsp_blocking_pairs}
+    period, duration = BSP_INJECT_PERIOD, BSP_INJECT_DURATION
+    jobs = []
+    for repeat in range(1, max(pairs.values()) + 1):
+        variants = list(BSP_SETUPS) if repeat % 2 else list(BSP_SETUPS)[::-1]
+        for variant in [v for v in variants if repeat <= pairs[v]]:
+            flags, what = BSP_SETUPS[variant]
+            for injector in ((False, True) if repeat % 2 else (True, False)):
+                name = (f"bsp_{BSP_RANKS}ranks_w{time_label(BSP_WORK)}_{variant}"
+                        + (f"_inject{time_label(duration)}_{time_label(period)}"
+                           if injector else "") + f"_r{repeat}.nc")
+                injection = (["--inject-period", f"{period:g}", "--inject-duration",
+                              f"{duration:g}", "--inject-seed", str(repeat)]
+                             if injector else [])
+                jobs.append({
+                    "file": name, "kind": "bsp",
+                    "variant": variant + ("_injected" if injector else ""), "ranks": BSP_RANKS,
+                    "work": BSP_WORK, "injector": injector, "repeat": repeat,
+                    "phases": args.bsp_phases, "threshold": None, "duration": None,
+                    "argv": ["mpiexec", "-n", str(BSP_RANKS), "jitterlab", "measure", "bsp",
+                             "--phases", str(args.bsp_phases), "--work", f"{BSP_WORK:g}",
+                             *flags, *injection, "-o", name, "--no-progress", "--force"],
+                    "description": (
+                        f"BSP run with its event trace and every interruption (issue #10, "
+                        f"validation 2; Nataraj et al., seed 003): {BSP_RANKS} ranks, "
+                        f"{args.bsp_phases} phases of {time_text(BSP_WORK)} busy-loop work "
+                        f"+ {what}, " + (f"injector: a busy detour of {time_text(duration)} "
+                                         f"every {time_text(period)} per rank (seed {repeat})"
+                                         if injector else "no injection")
+                        + f"; pair {repeat}"),
+                    "units": {"records (compute_start, ..., collective_noise)":
+                              "timestamp-counter cycles (clock_frequency_hz converts)",
+                              "interruption_records (start, duration)": "cycles",
+                              "event trace (read_bsp), read_bsp_interruptions": "s"},
+                    "loader": f"jitterlab.bench.read_bsp(jitterlab.datasets."
+                              f"measurement_path({name!r}))"})
+    return jobs
+
+
+def wait_for_load(limit: float, seconds: float) -> list[float] | None:
+    """Wait until the 1-minute load average is at most ``limit`` (at most ``seconds``)."""
+    deadline = time.monotonic() + seconds
+    load = load_average()
+    while load is not None and load[0] > limit and time.monotonic() < deadline:
+        print(f"    waiting for the load average to fall to {limit:g}: {load}", flush=True)
+        time.sleep(min(15.0, max(deadline - time.monotonic(), 0.0)))
+        load = load_average()
+    return load
 
 
 def executable_argv(argv: list[str]) -> list[str]:
@@ -555,15 +641,149 @@ def describe_latency(path: Path) -> dict:
     return {"attrs": attrs, "summary": plain(numbers), "postprocess": None}
 
 
+def describe_bsp(path: Path) -> dict:
+    import jitterlab as jl
+
+    # stored as the benchmark wrote it: counter cycles, converted with rank 0's rate
+    events = jl.bench.read_bsp(path)
+    interruptions = jl.bench.read_bsp_interruptions(path)
+    estimate = jl.estimate.accumulated_noise(events)
+    data = events.data
+    compute = data[data["kind"] == "compute"].groupby("rank")
+    collective = data[data["kind"] == "collective"].groupby("rank")
+    attrs = events.attrs
+    summary = {
+        "ranks": int(events.n_ranks), "phases": int(attrs["phases_done"]),
+        "work": attrs["work"], "poll": bool(attrs["poll"]),
+        "injector": bool(attrs["injector"]), "chunks": int(attrs["chunks"]),
+        "measured_duration": attrs["measured_duration"],
+        "makespan": float(estimate["makespan"]),
+        "noise_injected_per_rank": compute["noise_injected"].sum().tolist(),
+        "noise_other_per_rank": compute["noise_other"].sum().tolist(),
+        "collective_noise_per_rank": collective["noise_other"].sum().tolist(),
+        "injected_detours": attrs["injected_detours"],
+        "injector_dropped": attrs["injector_dropped"],
+        "interruption_records": interruptions.groupby("kind", observed=False).size()
+        .to_dict(),
+        "interruptions_lost": attrs["interruptions_lost"],
+        "run_accumulated": {str(source): float(estimate["run_accumulated"].sel(
+            source=source)) for source in estimate["source"].values},
+        "threshold": attrs["threshold"], "wait_threshold": attrs.get("wait_threshold"),
+    }
+    machine = dict(attrs)
+    # the run's attributes name the host of every rank (all on one host)
+    machine["host"] = ", ".join(sorted({str(host) for host in attrs["host"]}))
+    machine.setdefault("n_cpus", os.cpu_count())
+    return {"attrs": machine, "summary": plain(summary), "postprocess": None}
+
+
 DESCRIBE = {"detour": describe_detour, "fwq": describe_fwq, "pb": describe_pb,
-            "latency": describe_latency}
+            "latency": describe_latency, "bsp": describe_bsp}
+
+
+def _mean_se(values) -> tuple[float, float, float, float, int]:
+    """Mean, its standard error (sample SD / sqrt(n); NaN for one value), min, max, n."""
+    values = np.asarray(values, dtype=float)
+    n = values.size
+    se = float(np.std(values, ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
+    return float(values.mean()), se, float(values.min()), float(values.max()), n
+
+
+def bsp_table(entries: list[dict]) -> dict:
+    """Per collective (variant), the comparison of seed 003's estimate with the measured
+    cost of the injection, from the manifest entries of the BSP runs: per run its time in
+    phases T (measured_duration) and T − the combined estimate; per pair (same repeat)
+    the measured cost T_injected − T_clean, the injector's estimate (``run_accumulated``
+    of source ``injected``), the difference of the two combined estimates, and the
+    measured cost minus that difference. Each as (mean, SE, min, max, n) [s]."""
+    table = {}
+    for variant in BSP_SETUPS:
+        runs = [e for e in entries if e["kind"] == "bsp"
+                and e["variant"].removesuffix("_injected") == variant]
+        if not runs:
+            continue
+        pairs = {}
+        for entry in runs:
+            pairs.setdefault(entry["repeat"], {})[bool(entry["injector"])] = entry["summary"]
+        pairs = [pair for _, pair in sorted(pairs.items()) if len(pair) == 2]
+
+        def combined(summary):
+            return summary["run_accumulated"]["combined"]
+
+        rows = {
+            "run_time": [e["summary"]["measured_duration"] for e in runs],
+            "run_time_minus_estimate": [e["summary"]["measured_duration"]
+                                        - combined(e["summary"]) for e in runs],
+            "measured_cost": [p[True]["measured_duration"] - p[False]["measured_duration"]
+                              for p in pairs],
+            "injector_estimate": [p[True]["run_accumulated"]["injected"] for p in pairs],
+            "estimate_difference": [combined(p[True]) - combined(p[False]) for p in pairs],
+        }
+        rows["cost_minus_estimate_difference"] = [
+            a - b for a, b in zip(rows["measured_cost"], rows["estimate_difference"],
+                                  strict=True)]
+        table[variant] = {key: _mean_se(values) for key, values in rows.items() if values}
+        table[variant]["pairs"] = len(pairs)
+    return table
+
+
+_BSP_ROWS = (
+    ("run_time", "run time T (time in phases), every run"),
+    ("run_time_minus_estimate", "T − estimated accumulated noise (combined), every run"),
+    ("measured_cost", "measured cost of the injection, T<sub>injected</sub> − "
+     "T<sub>clean</sub> (paired)"),
+    ("injector_estimate", "estimate for the injector, `run_accumulated` of source "
+     "`injected`"),
+    ("estimate_difference", "difference of the combined estimates of the two runs"),
+    ("cost_minus_estimate_difference", "measured cost − difference of the combined "
+     "estimates"),
+)
+
+
+def bsp_markdown(entries: list[dict]) -> list[str]:
+    """The section of PROVENANCE.md on the BSP runs: when, the load, the table."""
+    runs = [e for e in entries if e["kind"] == "bsp" and e.get("repeat") is not None]
+    if not runs:
+        return []
+    loads = [v for e in runs for v in (e["load_average_before"][0],
+                                       e["load_average_after"][0])]
+    times = sorted(e["collected_at"] for e in runs if e.get("collected_at"))
+    table = bsp_table(runs)
+    variants = [v for v in BSP_SETUPS if v in table]
+    lines = [
+        "", "## BSP runs with event traces and interruptions (`bsp_*.nc`, issue #10)", "",
+        f"{len(runs)} runs, recorded by `data/record_measurements.py --only bsp` (step 6 "
+        f"of its docstring; the exact command of each file is above) from {times[0]} to "
+        f"{times[-1]} UTC, interleaved: repeat r runs the polled and the blocking pair, "
+        "clean first in odd repeats, injected first in even ones; the injector seed is the "
+        f"repeat. 1-minute load average during the runs: {min(loads):g} to {max(loads):g} "
+        "(each file's load before → after is in the table of files). Each run's "
+        "`interruption_records` hold every interruption (rank, phase, start, duration, "
+        "kind); `jitterlab.bench.read_bsp_interruptions` reads them.", "",
+        "Per collective, mean ± standard error over the runs or pairs (min to max) [ms]:",
+        "", "| | " + " | ".join(f"{v} (pairs: {table[v]['pairs']})" for v in variants)
+        + " |", "|---|" + "---|" * len(variants)]
+    for key, label in _BSP_ROWS:
+        cells = []
+        for variant in variants:
+            if key not in table[variant]:
+                cells.append("–")
+                continue
+            mean, se, low, high, n = table[variant][key]
+            error = f"{1e3 * se:.1f}" if np.isfinite(se) else "–"
+            cells.append(f"{1e3 * mean:.1f} ± {error} ({1e3 * low:.1f} to "
+                         f"{1e3 * high:.1f}, n = {n})")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
+
 
 
 # --------------------------------------------------------------------------------------
 # manifest and PROVENANCE.md
 # --------------------------------------------------------------------------------------
 def _key(entry: dict) -> tuple:
-    return tuple(entry.get(k) for k in ("kind", "variant", "cpu", "ranks", "work"))
+    return tuple(entry.get(k) for k in ("kind", "variant", "cpu", "ranks", "work",
+                                        "injector", "repeat"))
 
 
 def read_manifest(output: Path) -> dict | None:
@@ -581,7 +801,8 @@ def _order(entry: dict) -> tuple:
     kind, variant = entry["kind"], entry.get("variant")
     return (KINDS.index(kind) if kind in KINDS else len(KINDS), kind, entry.get("cpu") or 0,
             VARIANTS.index(variant) if variant in VARIANTS else len(VARIANTS),
-            entry.get("ranks") or 0, entry.get("work") or 0.0)
+            entry.get("ranks") or 0, entry.get("work") or 0.0,
+            entry.get("repeat") or 0, bool(entry.get("injector")))
 
 
 def write_manifest(output: Path, manifest: dict) -> None:
@@ -700,6 +921,22 @@ def provenance_markdown(manifest: dict) -> str:
                     f"{_seconds(s.get('barrier_time'))} ± "
                     f"{_seconds(s.get('barrier_time_se'))}"
                     + ("; oversubscribed" if s.get("oversubscribed") else ""))
+        elif entry["kind"] == "bsp":
+            noise = ", ".join(f"{1e3 * a:.1f} + {1e3 * b:.1f}" for a, b in zip(
+                s.get("noise_injected_per_rank") or [], s.get("noise_other_per_rank") or [],
+                strict=True))
+            accumulated = s.get("run_accumulated") or {}
+            waited = ", ".join(f"{1e3 * v:.1f}" for v in s.get("collective_noise_per_rank")
+                               or [])
+            text = (f"{s.get('phases')} phases of {_seconds(s.get('work'))} on "
+                    f"{s.get('ranks')} ranks in {_seconds(s.get('measured_duration'))}; "
+                    f"compute noise per rank (injected + other) {noise} ms, collective "
+                    f"noise {waited} ms; "
+                    f"{sum((s.get('interruption_records') or {}).values())} interruptions "
+                    f"recorded, {sum(s.get('interruptions_lost') or [])} lost; estimated "
+                    f"accumulated (seed 003): injected "
+                    f"{_seconds(accumulated.get('injected'))}, combined "
+                    f"{_seconds(accumulated.get('combined'))}")
         elif entry["kind"] not in KINDS:  # recorded by other means: its own words
             text = entry.get("summary_text") or entry["description"]
         else:
@@ -708,6 +945,7 @@ def provenance_markdown(manifest: dict) -> str:
                     f"kept per rank: {s.get('samples_per_rank')}), mean iteration time per "
                     f"rank: {means}")
         lines.append(f"* `{entry['file']}`: {text}.")
+    lines += bsp_markdown(manifest["files"])
     for entry in manifest["files"]:  # measurements recorded by other means keep their story
         if entry.get("provenance_section"):
             lines += ["", entry["provenance_section"].rstrip("\n")]
@@ -773,6 +1011,18 @@ def parse_args(argv=None):
     parser.add_argument("--session-max-samples", type=int, default=1000,
                         help="raw samples kept per rank of each session loop (its "
                         "histograms count every iteration; default 1000)")
+    parser.add_argument("--bsp-phases", type=int, default=None,
+                        help="phases of each BSP run (default 1000)")
+    parser.add_argument("--bsp-polled-pairs", type=int, default=None,
+                        help="pairs of BSP runs (without/with the injector) with the polled "
+                        "collective (default 4)")
+    parser.add_argument("--bsp-blocking-pairs", type=int, default=None,
+                        help="pairs of BSP runs with the blocking barrier (default 2)")
+    parser.add_argument("--wait-load", type=float, default=None,
+                        help="before the first BSP run, wait until the 1-minute load average "
+                        "is at most this (see --wait-seconds)")
+    parser.add_argument("--wait-seconds", type=float, default=600.0,
+                        help="wait at most this long for --wait-load (default 600)")
     parser.add_argument("--output", type=Path, default=OUTPUT,
                         help=f"folder of the measurements (default {OUTPUT.relative_to(ROOT)})")
     parser.add_argument("--dry-run", action="store_true",
@@ -826,7 +1076,7 @@ def main(argv=None) -> int:
     manifest.update({
         "recorded_with": recorded_with, "jitterlab_version": jl.__version__,
         **git_revision(), "python": platform.python_version(),
-        "mpi": (mpi_version() if {"pb", "latency", "session"} & set(args.only)
+        "mpi": (mpi_version() if {"pb", "latency", "session", "bsp"} & set(args.only)
                 else manifest.get("mpi")),
     })
     recorded = set()
@@ -835,6 +1085,9 @@ def main(argv=None) -> int:
     started = time.monotonic()
     for number, job in enumerate(jobs, start=1):
         argv_run = executable_argv(job["argv"])
+        if (job["kind"] == "bsp" and args.wait_load is not None
+                and job is next(j for j in jobs if j["kind"] == "bsp")):
+            wait_for_load(args.wait_load, args.wait_seconds)  # a quiet start
         print(f"\n[{number}/{len(jobs)}] {job['file']}: {shlex.join(job['argv'])}",
               flush=True)
         before = load_average()
@@ -860,13 +1113,14 @@ def main(argv=None) -> int:
             "summary": described["summary"], "postprocess": described["postprocess"],
             "bytes": path.stat().st_size, "sha256": sha256(path),
         })
-        if job["kind"] in ("pb", "latency") and attrs.get("oversubscribed") is not None:
+        if job["kind"] in ("pb", "latency", "bsp") and attrs.get("oversubscribed") is not None:
             entry["oversubscribed"] = bool(attrs["oversubscribed"])
         manifest.setdefault("machine", entry["machine"])
         for replaced in [e for e in manifest["files"] if _key(e) == _key(entry)]:
             if replaced["file"] != entry["file"] and (output / replaced["file"]).is_file():
                 (output / replaced["file"]).unlink()  # same measurement, another name
-        manifest["files"] = [e for e in manifest["files"] if _key(e) != _key(entry)]
+        manifest["files"] = [e for e in manifest["files"]
+                             if _key(e) != _key(entry) and e["file"] != entry["file"]]
         manifest["files"].append(plain(entry))
         recorded.add(_key(entry))
         write_manifest(output, manifest)
