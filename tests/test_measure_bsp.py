@@ -619,3 +619,19 @@ def test_runs_without_interruption_records(tmp_path):
                            [[0, 0], [0, 0]]))
     with pytest.raises(ValueError, match="chunk 1 has no interruption records"):
         jl.bench.read_bsp(mixed)
+
+
+def test_shipped_runs_hold_every_interruption():
+    # the runs of this machine in data/measured: nothing lost, the records add up exactly
+    shipped = jl.datasets.list_measurements()
+    names = shipped.index[shipped["kind"] == "bsp"]
+    assert len(names) == 12
+    for name in names:
+        path = jl.datasets.measurement_path(name)
+        dataset = bsp._read_dataset(path)
+        _check_records_add_up(dataset)
+        frame = jl.bench.read_bsp_interruptions(path)
+        assert len(frame) == dataset.sizes["interruption"] > 1000
+        assert set(frame["kind"]) == {"other"} | ({"injected"} if dataset.attrs["injector"]
+                                                  else set()) | (
+            {"collective"} if dataset.attrs["poll"] else set())
