@@ -17,7 +17,9 @@ collective ended (the next compute starts at that same counter read) and the noi
 inside the compute interval (and, polled, inside the collective). :func:`read_bsp` turns
 the run into a :class:`jitterlab.EventTrace` (one ``compute`` and one ``collective``
 interval per phase, columns ``noise_combined`` = ``noise_injected`` + ``noise_other``),
-the input of :func:`jitterlab.estimate.accumulated_noise`. This is the benchmark of the
+the input of :func:`jitterlab.estimate.accumulated_noise`; :func:`read_bsp_interruptions`
+gives every interruption the ranks recorded (start, duration, kind), whose sums per
+interval are those noise columns. This is the benchmark of the
 validation of Nataraj et al. [1]_ (repeated phases of computation and a barrier, run
 without and with injected noise), on the machine at hand.
 
@@ -1003,8 +1005,10 @@ def read_bsp(path):
         ``inject_duration``, ``inject_seed``, ``threshold``), the machine, the MPI
         library, ``clock_frequency_hz``, per rank ``injected_detours``,
         ``injector_dropped``, ``interruptions``, ``injector_phase``,
-        ``frequency_hz_per_rank``, and ``measured_duration`` (time in phases, without the
-        gaps between chunks) [s]; ``complete`` is False for a run that did not finish.
+        ``frequency_hz_per_rank``, ``interruptions_lost`` (interruption records that did
+        not fit the kernel's buffer; see :func:`read_bsp_interruptions`), and
+        ``measured_duration`` (time in phases, without the gaps between chunks) [s];
+        ``complete`` is False for a run that did not finish.
 
     Raises
     ------
