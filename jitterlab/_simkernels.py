@@ -19,7 +19,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["advance", "run_without_barrier", "run_tree_barrier", "pack_trace"]
+__all__ = ["advance", "run_without_barrier", "run_tree_barrier", "noiseless_tree", "pack_trace"]
 
 # columns of the packed trace table, one row per trace row (plus a closing row):
 # when row i's jitter starts, the compute before it, and its jitter duration
@@ -447,5 +447,60 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
                     end[slot] = now[slot]
                     if keep:
                         end_out[phase, task_of[slot]] = now[slot]
+        phase_end[phase] = end.max()
+    return phase_end
+
+
+@numba.njit(cache=True, parallel=True)
+def noiseless_tree(n_tasks, work, phases, fanout, send, recv, latency, intra_latency,
+                   node_size, level_bounds, end_out):
+    """:func:`run_tree_barrier` on a trace without jitter: every operation takes exactly
+    its cost, so no trace is read and the tasks need no reordering.
+
+    The same operations in the same order as the full kernel (receives from the children
+    in order of arrival, ties to the lower index; sends to the children in index order),
+    level by level, the tasks of a level in parallel. Returns the time at which the
+    last task ends each phase [s]; fills ``end_out[phase, task]``.
+    """
+    n_levels = level_bounds.size - 1
+    end = np.zeros(n_tasks)  # each task's end of the phase before
+    now = np.empty(n_tasks)
+    arrival = np.empty(n_tasks)  # at the parent: the task's reduce message
+    handed = np.empty(n_tasks)  # the parent's send to the task (broadcast)
+    phase_end = np.empty(phases)
+    for phase in range(phases):
+        for level in range(n_levels - 1, -1, -1):  # reduce: children before parents
+            for task in numba.prange(level_bounds[level], level_bounds[level + 1]):
+                t = end[task] + work
+                first = fanout * task + 1
+                n_children = min(fanout, max(n_tasks - first, 0))
+                taken = 0
+                for _ in range(n_children):
+                    best, pick = np.inf, 0
+                    for q in range(n_children):
+                        if not (taken >> q) & 1 and arrival[first + q] < best:
+                            best, pick = arrival[first + q], q
+                    taken |= 1 << pick
+                    t = (t if t > best else best) + recv
+                if task > 0:
+                    t += send
+                    parent = (task - 1) // fanout
+                    arrival[task] = t + _hop_latency(task, parent, latency, intra_latency,
+                                                     node_size)
+                now[task] = t
+        for level in range(n_levels):  # broadcast: parents before children
+            for task in numba.prange(level_bounds[level], level_bounds[level + 1]):
+                t = now[task]
+                if task > 0:
+                    parent = (task - 1) // fanout
+                    come = handed[task] + _hop_latency(task, parent, latency,
+                                                       intra_latency, node_size)
+                    t = (t if t > come else come) + recv
+                first = fanout * task + 1
+                for q in range(min(fanout, max(n_tasks - first, 0))):
+                    t += send
+                    handed[first + q] = t
+                end[task] = t
+                end_out[phase, task] = t
         phase_end[phase] = end.max()
     return phase_end

@@ -46,6 +46,13 @@ class _RoundCollective:
     def describe(self) -> str:
         return f"{self._name}({self.message.describe()})"
 
+    def noiseless_phases(self, n: int, work: float, phases: int):
+        """Phase times [s] and each task's end of each phase ``[phase, task]`` [s] of n
+        tasks computing ``work`` and meeting no noise."""
+        no_trace = np.zeros((1, 3))  # one row: the kernel adds CPU times, reads no trace
+        theta, _, ends, _ = self.run(no_trace, np.zeros(n), float(work), phases, True)
+        return theta, ends
+
     def run(self, table, offsets, work, phases, detail, ops=False):
         """Phase times, compute times, end times and operation ends of one run [s].
 

@@ -110,6 +110,17 @@ class TreeBarrier:
         inner = ", ".join(f"{k}={v}" for k, v in fields.items())
         return f"TreeBarrier({inner})"
 
+    def noiseless_phases(self, n: int, work: float, phases: int):
+        """Phase times [s] and each task's end of each phase ``[phase, task]`` [s] of n
+        tasks computing ``work`` and meeting no noise."""
+        ends = np.empty((phases, n))
+        intra = self.latency if self.intra_node_latency is None else self.intra_node_latency
+        phase_end = _simkernels.noiseless_tree(
+            n, float(work), phases, int(self.fanout), float(self.send), float(self.recv),
+            float(self.latency), float(intra), int(self.cores_per_node or 0),
+            tree_levels(n, int(self.fanout)), ends)
+        return np.diff(phase_end, prepend=0.0), ends
+
     def run(self, table, offsets, work, phases, detail, ops=False):
         """Phase times, compute times, end times and operation ends of one run [s].
 
@@ -218,28 +229,22 @@ def _run(table, offsets, work, phases, barrier, detail, ops=False):
     return theta, compute, end_times, None
 
 
-def _noiseless_phase_mean(quiet, offsets, work, phases, barrier) -> float:
-    """Mean phase time of the run on a trace without jitter [s].
+def _noiseless_phase_mean(n, work, phases, barrier) -> float:
+    """Mean phase time of n tasks with a barrier model, without noise [s].
 
-    Without jitter the run settles after a phase or two: once every task's phase takes
+    Without noise the run settles after a phase or two: once every task's phase takes
     as long as in the phase before (to rounding), every later phase repeats it. So three
     phases are run, and the rest only if they have not settled.
     """
     probe = min(phases, 3)
-    theta, _, ends, _ = _run(quiet, offsets, work, probe, barrier, True)
+    theta, ends = barrier.noiseless_phases(n, work, probe)
     if probe == phases:
         return float(theta.mean())
     durations = np.diff(ends, axis=0)
     rounding = 64 * np.finfo(float).eps * float(np.abs(ends).max())
     if not np.all(np.abs(durations[-1] - durations[-2]) <= rounding):
-        return float(_run(quiet, offsets, work, phases, barrier, False)[0].mean())
+        return float(barrier.noiseless_phases(n, work, phases)[0].mean())
     return float((theta.sum() + (phases - probe) * theta[-1]) / phases)
-
-
-def _quiet_table(period: float) -> np.ndarray:
-    """A trace of the same length with no jitter: the noiseless reference."""
-    jitter = np.zeros(1)
-    return _simkernels.pack_trace(*trace_positions(jitter, np.array([period])), jitter)
 
 
 def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="random",
@@ -341,7 +346,6 @@ def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="r
     offsets_all = draw_offsets(trace, int(counts.max()), start, rng=seed)
     period = float(starts[-1])
     table = _simkernels.pack_trace(starts, computed, jitter)
-    quiet = _quiet_table(period)
 
     phase_times, slowdowns, coverages = [], [], []
     detail_vars = {}
@@ -352,7 +356,7 @@ def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="r
         if barrier is None:  # without jitter every phase takes exactly w
             reference = work
         else:
-            reference = _noiseless_phase_mean(quiet, offsets, work, phases, barrier)
+            reference = _noiseless_phase_mean(int(count), work, phases, barrier)
         phase_times.append(theta)
         slowdowns.append(theta.mean() / reference - 1.0)
         coverages.append(theta.sum() / period)

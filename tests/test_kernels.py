@@ -269,3 +269,19 @@ def test_kernels_refuse_a_table_that_is_not_packed():
         _simkernels.run_tree_barrier(table[:, :2].copy(), np.zeros(3), 1.0, 1, 2, 0.0, 0.0,
                                      0.0, 0.0, 0, tree_bounds(3, 2), np.zeros((0, 0)),
                                      np.zeros((0, 0)), np.zeros((0, 0, 0)))
+
+
+@pytest.mark.parametrize(("n", "fanout", "cores_per_node"),
+                         [(1, 2, None), (2, 2, None), (7, 2, None), (1000, 3, None),
+                          (777, 2, 4), (3000, 5, 16)])
+def test_noiseless_tree_is_the_tree_kernel_on_a_quiet_trace(n, fanout, cores_per_node):
+    # the same operations in the same order: equal to the last bit
+    costs = (fanout, 1e-6, 2e-6, 5e-6, 1e-6 if cores_per_node else 5e-6, cores_per_node or 0)
+    quiet = table_of(np.zeros(1), np.ones(1))
+    ends, ends_quiet = np.zeros((6, n)), np.zeros((6, n))
+    full = _simkernels.run_tree_barrier(quiet, np.zeros(n), 1e-4, 6, *costs,
+                                        tree_bounds(n, fanout), np.zeros((6, n)), ends_quiet,
+                                        np.zeros((0, 0, 0)))
+    lean = _simkernels.noiseless_tree(n, 1e-4, 6, *costs, tree_bounds(n, fanout), ends)
+    np.testing.assert_array_equal(lean, full)
+    np.testing.assert_array_equal(ends, ends_quiet)
