@@ -4,7 +4,8 @@ Prints, from one run on this machine:
 
 * the wall time of a 64-point grid of ``jl.simulate`` runs (N × work × tree fanout × start ×
   phases, 0.05-0.5 s each) evaluated serially and on ``local_cluster(2)`` (two worker
-  processes, one thread each, numba limited to one thread per worker), and their ratio. The
+  processes, one thread each, numba limited to one thread per worker; ``sweep``'s default
+  batching, 4 points per task here), and their ratio. The
   serial run has numba on one thread, as each worker runs: the ratio measures what the
   cluster adds over one core. With ``--numba-threads`` the serial run is also timed with
   numba's default thread count (``jl.simulate``'s kernels are themselves parallel): what a
@@ -148,7 +149,7 @@ def main(argv=None) -> None:
         sweep(trivial, {"x": [0]}, client=client, progress=False)
         _, t_trivial_serial = timed(lambda: sweep(trivial, trivial_grid, progress=False))
         _, t_trivial_dask = timed(lambda: sweep(trivial, trivial_grid, client=client,
-                                                progress=False))
+                                                progress=False, points_per_task=1))
         _, t_trivial_batched = timed(lambda: sweep(trivial, trivial_grid, client=client,
                                                    progress=False, points_per_task=50))
     finally:

@@ -276,6 +276,9 @@ def _evaluate_batch(func, fixed, batch):
     return [_evaluate(func, fixed, params, seed) for params, seed in batch]
 
 
+_TASKS_PER_THREAD = 8  # default batching: at least this many tasks per worker thread
+
+
 def _run_dask(client, func, fixed, points, seeds, bar, points_per_task=1):
     from distributed import as_completed
 
@@ -375,7 +378,7 @@ def local_cluster(n_workers: int | None = None, **kwargs):
 
 def sweep(func: Callable[..., xr.Dataset], grid: Mapping[str, Sequence], client=None,
           rng=None, progress: bool = True, labels: Mapping | None = None,
-          points_per_task: int = 1, **fixed) -> xr.Dataset:
+          points_per_task: int | None = None, **fixed) -> xr.Dataset:
     """Evaluate ``func`` on every point of a grid; one Dataset with a dimension per parameter.
 
     Parameters
@@ -409,10 +412,12 @@ def sweep(func: Callable[..., xr.Dataset], grid: Mapping[str, Sequence], client=
         function of the value. Without it such a parameter is labelled by the ``repr`` of
         each value (strings stay as they are); numbers, strings and booleans are their own
         labels. Labels of one parameter must differ.
-    points_per_task : int
+    points_per_task : int, optional
         On Dask, how many consecutive points of the grid one task evaluates. Each task costs
         a few milliseconds of scheduling and transfer: for functions that take about as long,
-        a few dozen points per task amortise it; the result does not depend on it. [-]
+        a few dozen points per task amortise it; the result does not depend on it. Default:
+        as many as leave every worker thread at least 8 tasks (so that the last tasks still
+        spread over the workers), at least 1. [-]
     **fixed
         Further keyword arguments passed unchanged to ``func`` at every point (on Dask they
         are sent to the cluster once). An argument named like one of ``sweep``'s own
@@ -471,7 +476,8 @@ def sweep(func: Callable[..., xr.Dataset], grid: Mapping[str, Sequence], client=
         raise TypeError(f"func must be a function returning an xarray.Dataset, "
                         f"got {type(func).__name__}")
     grid = _check_grid(grid)
-    points_per_task = check_integer("points_per_task", points_per_task, 1)
+    if points_per_task is not None:
+        points_per_task = check_integer("points_per_task", points_per_task, 1)
     both = sorted(set(grid) & set(fixed))
     if both:
         raise ValueError(f"{', '.join(both)} both swept and fixed: give each argument once")
@@ -505,6 +511,9 @@ def sweep(func: Callable[..., xr.Dataset], grid: Mapping[str, Sequence], client=
         if client is None:
             outcomes = _run_serial(func, fixed, points, seeds, bar)
         else:
+            if points_per_task is None:
+                threads = sum(client.nthreads().values()) or 1
+                points_per_task = max(1, len(points) // (_TASKS_PER_THREAD * threads))
             outcomes = _run_dask(client, func, fixed, points, seeds, bar, points_per_task)
     finally:
         bar.close()
