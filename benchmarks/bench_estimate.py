@@ -1,4 +1,6 @@
-"""Speed and memory of the noise-effect estimate (issue #10): ``python benchmarks/bench_estimate.py``.
+"""Speed and memory of the noise-effect estimate (issue #10).
+
+Run: ``python benchmarks/bench_estimate.py``.
 
 Prints, for the event trace of a simulated run of 2 048 ranks and 10 000 phases (compute
 and barrier, 4.1·10⁷ intervals):
@@ -69,15 +71,10 @@ def best_of(function, repeats: int = 3) -> float:
     return min(times)
 
 
-def main() -> None:
+def timed_large() -> None:
+    """Time the kernel and the whole estimate on the large trace, and print them."""
     import jitterlab as jl
     from jitterlab import estimate
-    from jitterlab.testing import timeline_reference
-
-    small = _events(64, 300)
-    estimate.approximate_timeline(small)  # compile outside the timings
-    reference_rate = len(small) / best_of(lambda: timeline_reference(small), 1)
-    kernel_small = len(small) / best_of(lambda: estimate.approximate_timeline(small))
 
     began = time.perf_counter()
     events = _events(RANKS, PHASES)
@@ -92,9 +89,20 @@ def main() -> None:
     print(f"timeline kernel:          {kernel:6.2f} s  {n / kernel / 1e6:6.1f} M intervals/s")
     print(f"accumulated_noise (1 src): {whole:6.2f} s  {n / whole / 1e6:6.1f} M intervals/s "
           f"(goal: under 60 s)")
+
+
+def main() -> None:
+    from jitterlab import estimate
+    from jitterlab.testing import timeline_reference
+
+    small = _events(64, 300)
+    estimate.approximate_timeline(small)  # compile outside the timings
+    reference_rate = len(small) / best_of(lambda: timeline_reference(small), 1)
+    kernel_small = len(small) / best_of(lambda: estimate.approximate_timeline(small))
+
+    timed_large()
     print(f"kernel / plain-Python twin on {len(small)} intervals: "
           f"{kernel_small / reference_rate:,.0f}x")
-    del events, prepared, noise
     few, few_bytes = peak_memory(PHASES // 10)
     many, many_bytes = peak_memory(PHASES)
     print(f"peak memory: {few_bytes / 2**30:.2f} GiB for {few:.3g} intervals, "
