@@ -496,14 +496,16 @@ def explore(noise=None):
     work = widgets.FloatLogSlider(value=1000.0, base=10, min=1, max=5, step=0.05,
                                   description="work w [µs]", continuous_update=False,
                                   style=style, layout=wide, readout_format=".4g")
+    right_style = {"description_width": "170px"}  # room for "one-hop latency L [µs]"
+    right = widgets.Layout(width="430px")
     barrier = widgets.Dropdown(options=list(BARRIERS), value="TreeBarrier",
-                               description="barrier", style=style, layout=wide)
+                               description="barrier", style=right_style, layout=right)
     latency = widgets.FloatSlider(value=5.0, min=0.0, max=50.0, step=0.5,
                                   description="one-hop latency L [µs]",
-                                  continuous_update=False, style=style, layout=wide)
+                                  continuous_update=False, style=right_style, layout=right)
     overhead = widgets.FloatSlider(value=1.0, min=0.0, max=10.0, step=0.1,
                                    description="send = recv o [µs]",
-                                   continuous_update=False, style=style, layout=wide)
+                                   continuous_update=False, style=right_style, layout=right)
     figure = widgets.Image(format="png", layout=widgets.Layout(max_width="800px"))
     status = widgets.HTML()
     traces: dict[int, Trace] = {}

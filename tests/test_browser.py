@@ -15,9 +15,10 @@ must show
   bars), not "Error displaying widget"; text progress bars are plain stderr text;
 * for the explorer, a new figure after a change of its noise menu, made in the browser.
 
-A screenshot of each notebook goes to ``reports/browser/NAME.png`` (``reports/`` is not
-tracked). ``JITTERLAB_BROWSER_PAGES`` (default 2) notebooks run at once, each in its own
-kernel. Without Chromium the tests are skipped with a warning on the terminal.
+A screenshot of each notebook goes to ``reports/browser/NAME.png`` (a long one continues
+in ``NAME-2.png``, ...; ``reports/`` is not tracked), the run times to ``summary.txt``.
+``JITTERLAB_BROWSER_PAGES`` (default 2) notebooks run at once, each in its own kernel.
+Without Chromium the tests are skipped with a warning on the terminal.
 """
 
 from __future__ import annotations
@@ -303,20 +304,37 @@ def _check_explorer(run: Run) -> None:
 
 
 def _screenshot(run: Run) -> None:
-    """The whole notebook: the page made as tall as the notebook's scrolled content."""
+    """The whole notebook: the page made as tall as the notebook (up to
+    SCREENSHOT_MAX_HEIGHT); a longer notebook continues in NAME-2.png, NAME-3.png, ..."""
     page = run.page
-    height = page.evaluate("""() => {
+    scroll_js = """(top) => {
         const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
-        if (!panel) return 0;
+        if (!panel) return [0, 0];
         const boxes = [...panel.querySelectorAll('.jp-Notebook, .jp-WindowedPanel-outer')];
-        boxes.forEach(b => { b.scrollTop = 0; });
-        return Math.max(0, ...boxes.map(b => b.scrollHeight)); }""")
+        boxes.forEach(b => { b.scrollTop = top; });
+        const box = boxes.reduce((a, b) => (b.scrollHeight > a.scrollHeight ? b : a));
+        // the end of the last cell, not scrollHeight: the notebook pads its end (to scroll
+        // past it) by a share of the window's height
+        const cells = panel.querySelectorAll('.jp-Notebook .jp-Cell');
+        const last = cells.length ? cells[cells.length - 1].getBoundingClientRect().bottom
+                                  : box.getBoundingClientRect().bottom;
+        const end = last - box.getBoundingClientRect().top + box.scrollTop;
+        return [Math.ceil(end), box.clientHeight]; }"""
+    height, _ = page.evaluate(scroll_js, 0)
     page.set_viewport_size({"width": 1280, "height": int(min(max(height + 200, 900),
                                                            SCREENSHOT_MAX_HEIGHT))})
     page.wait_for_timeout(500)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     run.screenshot = SCREENSHOTS / f"{run.path.stem}.png"
     page.screenshot(path=str(run.screenshot))
+    height, visible = page.evaluate(scroll_js, 0)
+    part, top = 1, 0
+    while visible > 0 and top + visible < height:
+        top += visible
+        part += 1
+        page.evaluate(scroll_js, top)
+        page.wait_for_timeout(300)
+        page.screenshot(path=str(SCREENSHOTS / f"{run.path.stem}-{part}.png"))
 
 
 def run_notebooks(paths, server: Server, chromium: str, pages: int) -> dict[str, Run]:
@@ -394,6 +412,9 @@ def notebook_runs(chromium, request):
     """The selected notebooks run in JupyterLab; the server is stopped whatever happens."""
     selected = [item.callspec.params["path"] for item in request.session.items
                 if getattr(item, "originalname", "") == "test_notebook_runs_in_jupyterlab"]
+    for path in selected:  # no screenshot of an earlier run left behind
+        for old in (*SCREENSHOTS.glob(f"{path.stem}.png"), *SCREENSHOTS.glob(f"{path.stem}-*.png")):
+            old.unlink()
     with tempfile.TemporaryDirectory(prefix="jitterlab-browser-") as folder:
         server = start_server(Path(folder))
         try:
