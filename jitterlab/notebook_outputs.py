@@ -28,7 +28,11 @@ def is_checked(cell) -> bool:
 
 
 def strip(notebook) -> object:
-    """Drop every output except the text of checked cells; number the checked cells."""
+    """Drop every output except the text of checked cells; number the checked cells.
+
+    The widget state a run leaves in the notebook's metadata (``widgets``) goes too.
+    """
+    notebook.metadata.pop("widgets", None)
     count = 0
     for cell in notebook.cells:
         if cell.get("cell_type") != "code":

@@ -26,6 +26,7 @@ def test_only_checked_cells_keep_text_outputs(path):
         else:
             assert cell.outputs == [] and cell.execution_count is None
     assert path.stat().st_size < 300_000
+    assert "widgets" not in notebook.metadata, "a run's widget state is not committed"
 
 
 def test_strip_keeps_checked_text_and_drops_the_rest():
@@ -50,3 +51,11 @@ def test_strip_joins_stdout_flushed_in_pieces():
     notebook.cells = [checked]
     strip(notebook)
     assert len(checked.outputs) == 1 and checked.outputs[0]["text"] == "a\nb\n"
+
+
+def test_strip_drops_the_widget_state():
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {}}
+    notebook.cells = [nbformat.v4.new_code_cell("# NBVAL_CHECK_OUTPUT\nprint(1)")]
+    strip(notebook)
+    assert "widgets" not in notebook.metadata
