@@ -332,6 +332,25 @@ def test_a_store_becomes_an_event_trace(tmp_path):
     assert float(estimate["run_accumulated"].sel(source="combined")) > 0
 
 
+def test_a_collective_that_is_one_long_step_is_no_longer_than_its_interval(tmp_path):
+    # a polled wait of one MPI_Test step: noise = the collective's length in cycles; at
+    # these counter values (1 GHz) end/f - start/f rounds 1 ulp below (end - start)/f
+    writer = _chunks.ChunkWriter(tmp_path / "run.nc.bsp", _metadata(poll=True), kind="bsp")
+    chunk = _chunk(0, 1_000_000 - 1000, 1000, [[0], [0]], [[0], [0]])
+    chunk["collective_noise"] = chunk["collective_end"] - chunk["compute_end"]
+    assert chunk["compute_end"][0, 0] == 1_000_000 and chunk["collective_noise"][0, 0] == 50
+    writer.append(**chunk)
+    writer.finish(phases_done=1, chunks=1)
+    data = jl.bench.read_bsp(tmp_path / "run.nc.bsp").data
+    collective = data[data["kind"] == "collective"]
+    length = collective["end"] - collective["start"]
+    assert length.iloc[0] < 50e-9  # the rounding this test is about
+    assert (collective["noise_other"] == length).all()
+    assert (collective["noise_combined"] == length).all()
+    # ... by at most the rounding of the interval's end
+    assert (50e-9 - collective["noise_other"] <= np.spacing(collective["end"])).all()
+
+
 def test_missing_or_damaged_last_chunk_keeps_the_others(tmp_path):
     store = tmp_path / "killed.nc.bsp"
     _write_store(store)

@@ -942,7 +942,16 @@ def _events(dataset, path: Path):
         values[:, 1::2] = second
         return values.ravel()
 
+    def interleave_seconds(cycles, seconds):
+        values = np.empty(shape)
+        values[:, 0::2] = cycles / frequency
+        values[:, 1::2] = seconds
+        return values.ravel()
+
     zero = np.zeros_like(start)
+    # a polled collective whose wait was one long step carries noise = its length in
+    # cycles; in seconds, the difference of the converted ends may round 1 ulp below it
+    waited_seconds = np.minimum(waited / frequency, end / frequency - middle / frequency)
     kinds = np.tile(np.array([0, 3], dtype=np.int8), n_ranks * n_phases)
     frame = pd.DataFrame({
         "rank": np.repeat(np.arange(n_ranks, dtype=np.int64), 2 * n_phases),
@@ -953,9 +962,9 @@ def _events(dataset, path: Path):
         "end": interleave(middle, end) / frequency,
         "peer": np.full(2 * n_ranks * n_phases, -1, dtype=np.int64),
         "tag": np.tile(np.repeat(dataset["phase"].values.astype(np.int64), 2), n_ranks),
-        "noise_combined": interleave(injected + other, waited) / frequency,
+        "noise_combined": interleave_seconds(injected + other, waited_seconds),
         "noise_injected": interleave(injected, zero) / frequency,
-        "noise_other": interleave(other, waited) / frequency,
+        "noise_other": interleave_seconds(other, waited_seconds),
     })
     attrs = {key: value for key, value in dataset.attrs.items() if value is not None}
     for key in ("host", "cpu", "frequency_hz", "injector_phase", "injector_dropped"):
