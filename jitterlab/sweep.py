@@ -196,8 +196,8 @@ def point_seeds(entropy: int, n_points: int) -> np.ndarray:
     return seeds
 
 
-def _label_result(result, point_labels: dict, func) -> xr.Dataset:
-    """Give one point's Dataset a length-1 dimension per swept parameter."""
+def _without_swept(result, point_labels: dict, func) -> xr.Dataset:
+    """One point's Dataset without the swept parameters it may carry as coordinates."""
     if not isinstance(result, xr.Dataset):
         raise TypeError(f"sweep needs a function returning an xarray.Dataset; "
                         f"{_function_name(func)} returned {type(result).__name__}")
@@ -218,21 +218,51 @@ def _label_result(result, point_labels: dict, func) -> xr.Dataset:
                 raise ValueError(f"cannot sweep {name!r}: the result has a coordinate of that "
                                  f"name that is not this point's value {label!r}")
             result = result.drop_vars(name)
-    return result.expand_dims({name: [label] for name, label in point_labels.items()})
+    return result
 
 
-def _nan_like(template: xr.Dataset, point_labels: dict) -> xr.Dataset:
-    """A Dataset shaped like ``template`` at another point, every variable missing."""
-    empty = template.assign_coords({name: [label] for name, label in point_labels.items()})
+def _nan_like(template: xr.Dataset) -> xr.Dataset:
+    """A Dataset shaped like ``template``, every variable missing."""
     missing = {}
-    for name, variable in empty.data_vars.items():
+    for name, variable in template.data_vars.items():
         if variable.dtype.kind in "fc":
             missing[name] = xr.full_like(variable, np.nan)
         elif variable.dtype.kind in "iubmM":
             missing[name] = xr.full_like(variable, np.nan, dtype=float)
         else:
             missing[name] = xr.full_like(variable, None, dtype=object)
-    return empty.assign(missing)
+    return template.assign(missing)
+
+
+def _stack(datasets: list, coords: dict) -> xr.Dataset:
+    """The points' Datasets (in grid order) as one, with a dimension per swept parameter.
+
+    One :func:`xarray.concat` along a point dimension (variables that differ between points,
+    aligned on the union of their coordinates), which is then cut into the grid's
+    dimensions: every data variable gets all of them, first; a coordinate only if it differs
+    between points.
+    """
+    names = list(coords)
+    shape = tuple(len(labels) for labels in coords.values())
+    point = "_sweep_point"
+    while any(point in ds.dims or point in ds.variables for ds in datasets):
+        point += "_"
+    stacked = xr.concat(datasets, dim=point, data_vars="all", coords="different",
+                        compat="equals", join="outer", combine_attrs="drop_conflicts")
+
+    def grid_shaped(variable):
+        if point not in variable.dims:
+            return variable
+        rest = tuple(dim for dim in variable.dims if dim != point)
+        values = variable.transpose(point, *rest).values
+        return xr.Variable((*names, *rest), values.reshape(shape + values.shape[1:]),
+                           variable.attrs, variable.encoding)
+
+    grid_coords = {name: (name, labels) for name, labels in coords.items()}
+    grid_coords.update({name: grid_shaped(stacked[name].variable) for name in stacked.coords})
+    return xr.Dataset({name: grid_shaped(variable.variable)
+                       for name, variable in stacked.data_vars.items()},
+                      coords=grid_coords, attrs=stacked.attrs)
 
 
 def _describe(point: dict) -> str:
@@ -519,7 +549,7 @@ def sweep(func: Callable[..., xr.Dataset], grid: Mapping[str, Sequence], client=
         bar.close()
         close()
 
-    labelled, failed, warned = [None] * len(points), [], {}
+    stripped, failed, warned = [None] * len(points), [], {}
     for index, outcome in enumerate(outcomes):
         for category, message in outcome.warnings:
             warned.setdefault((category, message), []).append(index)
@@ -527,7 +557,7 @@ def sweep(func: Callable[..., xr.Dataset], grid: Mapping[str, Sequence], client=
             failed.append(index)
             logger.info("sweep point %s failed: %s", _describe(point_labels[index]), outcome.error)
         else:
-            labelled[index] = _label_result(outcome.result, point_labels[index], func)
+            stripped[index] = _without_swept(outcome.result, point_labels[index], func)
     for (category, message), where in warned.items():
         first = _describe(point_labels[where[0]])
         warnings.warn(f"{message} [at {len(where)} of {len(points)} sweep points, first at "
@@ -537,21 +567,15 @@ def sweep(func: Callable[..., xr.Dataset], grid: Mapping[str, Sequence], client=
                             for i in failed[:5])
         raise ValueError(f"all {len(points)} points of the sweep failed ({details})")
     if failed:
-        template = next(ds for ds in labelled if ds is not None)
-        template = template.isel({name: [0] for name in names})
+        missing = _nan_like(next(ds for ds in stripped if ds is not None))
         for index in failed:
-            labelled[index] = _nan_like(template, point_labels[index])
+            stripped[index] = missing
         listing = "\n".join(f"  {_describe(point_labels[i])}: {outcomes[i].error}" for i in failed)
         warnings.warn(f"{len(failed)} of {len(points)} sweep points failed and are NaN in "
                       f"the result (attribute sweep_failed):\n{listing}", SweepWarning,
                       stacklevel=2)
 
-    nested = np.empty(shape, dtype=object)
-    for combo, dataset in zip(combos, labelled, strict=True):
-        nested[combo] = dataset
-    result = xr.combine_nested(nested.tolist(), concat_dim=names, data_vars="all",
-                               coords="different", compat="equals", join="outer",
-                               combine_attrs="drop_conflicts")
+    result = _stack(stripped, coords)
     for name in names:
         result[name].attrs["sweep_label"] = {
             None: "grid value", "repr": "repr() of the grid value",
