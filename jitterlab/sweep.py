@@ -309,28 +309,37 @@ def _evaluate_batch(func, fixed, batch):
 _TASKS_PER_THREAD = 8  # default batching: at least this many tasks per worker thread
 
 
+def _batches(n_points: int, points_per_task: int) -> list[range]:
+    """The points of each task: of T tasks, task j evaluates points j, j + T, j + 2T, ...
+
+    A parameter that sets the cost (N, work) varies slowly along the grid, so every task
+    gets a like mix of cheap and costly points and no long task is left alone at the end.
+    """
+    n_tasks = -(-n_points // points_per_task)
+    return [range(first, n_points, n_tasks) for first in range(n_tasks)]
+
+
 def _run_dask(client, func, fixed, points, seeds, bar, points_per_task=1):
     from distributed import as_completed
 
     fixed_future = client.scatter([fixed], hash=False)[0] if fixed else {}
-    pairs = list(zip(points, seeds, strict=True))
-    starts = range(0, len(pairs), points_per_task)
+    batches = _batches(len(points), points_per_task)
     futures = [client.submit(_evaluate_batch, func, fixed_future,
-                             pairs[start:start + points_per_task], pure=False)
-               for start in starts]
-    start_of = {future.key: start for future, start in zip(futures, starts, strict=True)}
+                             [(points[i], seeds[i]) for i in batch], pure=False)
+               for batch in batches]
+    batch_of = {future.key: batch for future, batch in zip(futures, batches, strict=True)}
     outcomes = [None] * len(points)
     try:
         for future in as_completed(futures):
-            start = start_of[future.key]
-            size = min(points_per_task, len(points) - start)
+            batch = batch_of[future.key]
             try:
-                outcomes[start:start + size] = future.result()
+                results = future.result()
             except Exception as error:  # the worker died or the result did not travel back
-                failure = _Outcome(error=f"{type(error).__name__}: {error}")
-                outcomes[start:start + size] = [failure] * size
+                results = [_Outcome(error=f"{type(error).__name__}: {error}")] * len(batch)
+            for index, outcome in zip(batch, results, strict=True):
+                outcomes[index] = outcome
             future.release()
-            bar.update(size)
+            bar.update(len(batch))
     except BaseException:
         client.cancel(futures)
         raise
@@ -443,11 +452,12 @@ def sweep(func: Callable[..., xr.Dataset], grid: Mapping[str, Sequence], client=
         each value (strings stay as they are); numbers, strings and booleans are their own
         labels. Labels of one parameter must differ.
     points_per_task : int, optional
-        On Dask, how many consecutive points of the grid one task evaluates. Each task costs
-        a few milliseconds of scheduling and transfer: for functions that take about as long,
-        a few dozen points per task amortise it; the result does not depend on it. Default:
-        as many as leave every worker thread at least 8 tasks (so that the last tasks still
-        spread over the workers), at least 1. [-]
+        On Dask, how many points of the grid one task evaluates, taken at a stride over the
+        grid (of T tasks, task j takes points j, j + T, ...), so that tasks cost alike. Each
+        task costs a few milliseconds of scheduling and transfer: for functions that take
+        about as long, a few dozen points per task amortise it; the result does not depend
+        on it. Default: as many as leave every worker thread at least 8 tasks (so that the
+        last tasks still spread over the workers), at least 1. [-]
     **fixed
         Further keyword arguments passed unchanged to ``func`` at every point (on Dask they
         are sent to the cluster once). An argument named like one of ``sweep``'s own

@@ -85,6 +85,20 @@ def test_two_workers_give_the_serial_dataset_bit_for_bit(client, serial):
     assert np.isfinite(serial["slowdown"]).all()
 
 
+@pytest.mark.parametrize(("n_points", "points_per_task"),
+                         [(64, 4), (64, 5), (7, 3), (5, 50), (1, 1), (10, 1)])
+def test_each_task_takes_points_across_the_grid(n_points, points_per_task):
+    batches = sweep_module._batches(n_points, points_per_task)
+    assert sorted(i for batch in batches for i in batch) == list(range(n_points))
+    sizes = [len(batch) for batch in batches]
+    assert max(sizes) <= points_per_task and max(sizes) - min(sizes) <= 1
+    assert len(batches) == -(-n_points // points_per_task)
+    # every full task reaches from the first stride of the grid into the last
+    for batch in batches:
+        if len(batch) == max(sizes) > 1:
+            assert batch[0] < len(batches) and batch[-1] >= n_points - len(batches)
+
+
 @pytest.mark.parametrize("points_per_task", [3, 8, 50])
 def test_several_points_per_task_give_the_same_dataset(client, serial, points_per_task):
     xr.testing.assert_identical(serial, simulate_sweep(client=client,
