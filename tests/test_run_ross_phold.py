@@ -1,0 +1,190 @@
+"""The ROSS PHOLD runner ``data/run_ross_phold.py`` (issue #12), without ROSS.
+
+``tests/data/ross_phold_output.txt`` is the unchanged output (stdout, then a
+``--- stderr ---`` line) of a short run of the rebuilt ROSS 8.1.1 (commit dc3a6a0, built as
+``data/measured/PROVENANCE.md`` says) on 2026-11-22: the ``opt2_r10`` configuration with
+``--end=10`` (its first line is the command). ``ross_phold_seq.txt`` and
+``ross_phold_opt2.txt`` are runs 1 and 3 of the shipped table (see ``ross_phold_files.md``).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import importlib.util
+import re
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from jitterlab import datasets
+
+DATA = Path(__file__).resolve().parent / "data"
+SHIPPED = datasets.DATA_DIR / "measured" / "ross_phold_runs.csv"
+ROSS_BUILD = Path("/tmp/ross-build")  # as in the shipped commands
+MPIEXEC = Path("/work/main/.venv/bin/mpiexec")
+CONFIG_COLUMNS = ["config", "pes", "synch", "remote_percent", "gvt_interval", "batch", "nlp",
+                  "nkp", "start_events", "mean", "end_time", "extramem", "bind_to_core",
+                  "noise", "oversubscribed", "command"]
+
+
+@pytest.fixture(scope="module")
+def runner():
+    spec = importlib.util.spec_from_file_location(
+        "run_ross_phold", datasets.DATA_DIR / "run_ross_phold.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    yield module
+    del sys.modules[spec.name]
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    """The shipped table as text, exactly as written."""
+    return pd.read_csv(SHIPPED, dtype=str, keep_default_na=False)
+
+
+def _short_opt2(runner):
+    return dataclasses.replace(runner.BY_NAME["opt2_r10"], end_time=10)
+
+
+def test_parses_a_real_output(runner):
+    text = (DATA / "ross_phold_output.txt").read_text()
+    config = _short_opt2(runner)
+    command = runner.ross_command(config, ROSS_BUILD, MPIEXEC)
+    assert text.splitlines()[0].strip() == " ".join(command[3:])  # ROSS prints its argv
+    stats = runner.parse_output(text, config)
+    assert set(stats) == set(runner.STATISTICS)
+    assert all(isinstance(stats[key], int) for key in stats if key not in (
+        "event_rate_per_s", "efficiency_percent", "running_time_s"))
+    assert stats["committed_events"] == 94901
+    assert stats["total_events_processed"] == 94901
+    assert stats["event_rate_per_s"] == pytest.approx(1000021.1)
+    assert stats["efficiency_percent"] == pytest.approx(100.0)
+    assert stats["rollbacks"] == 0 and stats["events_rolled_back"] == 0
+    assert stats["remote_network_events"] == 3696
+    assert stats["gvt_computations"] == 12
+    assert stats["all_reduce_calls"] == 36
+    assert stats["forced_gvt"] == 0
+    assert stats["running_time_s"] == pytest.approx(0.0949)
+    # the printed rate is committed events over the running time, printed to 0.1 ms
+    assert stats["event_rate_per_s"] == pytest.approx(
+        stats["committed_events"] / stats["running_time_s"], rel=0.00005 / 0.0949)
+    # every remote event crossed the network once: as many sends as network events
+    sends = re.search(r"Remote sends\s+([0-9]+)", text)
+    assert int(sends.group(1)) == stats["remote_network_events"]
+
+
+def test_refuses_an_unfinished_run_or_another_configuration(runner):
+    text = (DATA / "ross_phold_output.txt").read_text()
+    config = _short_opt2(runner)
+    with pytest.raises(ValueError, match="committed_events"):
+        runner.parse_output(text[: text.index("Net Events Processed")], config)
+    with pytest.raises(ValueError, match="end_time = 10.0.*'opt2_r10' has 300"):
+        runner.parse_output(text, runner.BY_NAME["opt2_r10"])
+    with pytest.raises(ValueError, match="pes = 2.*'seq' has 1"):
+        runner.parse_output(text, runner.BY_NAME["seq"])
+
+
+def test_configurations_are_the_shipped_ones(runner, shipped):
+    # the 17 configurations in the shipped table's order of first appearance, their
+    # columns and their commands as written, character for character
+    table = shipped[CONFIG_COLUMNS].drop_duplicates().reset_index(drop=True)
+    assert table["config"].is_unique and len(table) == 17
+    ours = []
+    for config in runner.CONFIGURATIONS:
+        command = runner.ross_command(config, ROSS_BUILD, MPIEXEC)
+        row = runner.make_row(config, 1, 1, datetime.now().astimezone(),
+                              dict.fromkeys(runner.STATISTICS, 0), dict.fromkeys(
+                                  ("wall_s", "ross_cpu_s", "noise_cpu_s", "other_cpu_s",
+                                   "load_before", "load_after"), 0.0), command)
+        ours.append({key: row[key] for key in CONFIG_COLUMNS})
+    pd.testing.assert_frame_equal(pd.DataFrame(ours), table)
+    assert tuple(shipped.columns) == runner.COLUMNS
+
+
+@pytest.mark.parametrize("name, run", [("ross_phold_seq.txt", 1), ("ross_phold_opt2.txt", 3)])
+def test_rows_are_written_as_the_shipped_ones(runner, shipped, name, run):
+    # from ROSS's output and the runner's measurements of a shipped run, the same CSV line
+    line = shipped.set_index("run").loc[str(run)]
+    config = runner.BY_NAME[line["config"]]
+    stats = runner.parse_output((DATA / name).read_text(), config)
+    measured = {key: float(line[key]) for key in ("wall_s", "ross_cpu_s", "noise_cpu_s",
+                                                  "other_cpu_s", "load_before", "load_after")}
+    row = runner.make_row(config, run, int(line["repeat"]),
+                          datetime.fromisoformat(line["started_at"]), stats, measured,
+                          runner.ross_command(config, ROSS_BUILD, MPIEXEC))
+    assert row == {"run": str(run), **line.to_dict()}
+
+
+def test_appending_keeps_earlier_rows(runner, shipped, tmp_path):
+    path = tmp_path / "runs.csv"
+    earlier = SHIPPED.read_text().splitlines(keepends=True)[:4]
+    path.write_text("".join(earlier))
+    rows = [shipped.iloc[i].to_dict() for i in (10, 20)]
+    for row in rows:
+        runner.append_row(path, row)
+    text = path.read_text()
+    assert text.startswith("".join(earlier))
+    assert len(runner.read_done(path)) == 3 + 2
+    # a new file gets the header once
+    fresh = tmp_path / "fresh.csv"
+    for row in rows:
+        runner.append_row(fresh, row)
+    with fresh.open(newline="") as f:
+        assert list(csv.DictReader(f)) == rows
+    assert fresh.read_text().count("run,config,") == 1
+
+
+def test_refuses_a_table_with_other_columns(runner, tmp_path):
+    other = tmp_path / "other.csv"
+    other.write_text("run,config\n1,seq\n")
+    with pytest.raises(ValueError, match="other.csv has the columns"):
+        runner.read_done(other)
+    assert runner.read_done(tmp_path / "missing.csv") == []
+
+
+def _fake_ross(tmp_path, end_time: str, status: int = 0) -> Path:
+    """A ROSS build whose phold prints the captured output with another end time."""
+    build = tmp_path / "build"
+    phold = build / "models" / "phold" / "phold"
+    phold.parent.mkdir(parents=True)
+    phold.write_text(f"#!/bin/sh\nsed 's/Simulation End Time  *10.00/Simulation End Time "
+                     f"{end_time}/' {DATA / 'ross_phold_output.txt'}\nexit {status}\n")
+    phold.chmod(0o755)
+    mpiexec = tmp_path / "mpiexec"
+    mpiexec.write_text('#!/bin/sh\nshift 2\nexec "$@"\n')  # drops "-n 2"
+    mpiexec.chmod(0o755)
+    return build
+
+
+@pytest.mark.parametrize("end_time, status, recorded", [
+    ("300.00", 0, True),
+    ("10.00", 0, False),  # ran another configuration
+    ("300.00", 1, False),  # ROSS failed
+])
+def test_main_records_finished_runs_only(runner, tmp_path, capsys, end_time, status,
+                                         recorded):
+    build = _fake_ross(tmp_path, end_time, status)
+    output = tmp_path / "runs.csv"
+    first = SHIPPED.read_text().splitlines(keepends=True)[:2]
+    output.write_text("".join(first))
+    code = runner.main([str(output), "--reps", "2", "--only", "opt2_r10", "--ross-build",
+                        str(build), "--mpiexec", str(tmp_path / "mpiexec"), "--work-dir",
+                        str(tmp_path / "work")])
+    printed = capsys.readouterr()
+    rows = runner.read_done(output)
+    assert output.read_text().startswith("".join(first))
+    assert (code == 0) == recorded
+    assert len(rows) == 1 + 2 * recorded
+    assert len(list((tmp_path / "work" / "outputs").iterdir())) == 2  # both outputs kept
+    if recorded:
+        assert [(r["run"], r["repeat"]) for r in rows[1:]] == [("2", "2"), ("3", "3")]
+        assert {r["committed_events"] for r in rows[1:]} == {"94901"}
+        assert printed.out.count("opt2_r10") == 2
+    else:
+        assert printed.err.count("NOT RECORDED") == 2
