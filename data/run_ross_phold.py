@@ -256,45 +256,58 @@ def build_dutyhog(work_dir: Path) -> Path:
 
 
 def run_once(config: Configuration, command: list[str], dutyhog: Path, work_dir: Path,
-             timeout: float) -> tuple[subprocess.CompletedProcess, dict, datetime]:
-    """Launch ``command`` (with the injector for noise configurations) and measure it."""
+             timeout: float) -> tuple[subprocess.CompletedProcess, dict, datetime, str | None]:
+    """Launch ``command`` (with the injector for noise configurations) and measure it.
+
+    Returns ROSS's completed process, the measurements (:data:`COLUMNS` ``wall_s`` to
+    ``load_after``), the start time and why the run must not be recorded (or ``None``).
+    """
     load_before = os.getloadavg()[0]
     started_at = datetime.now(UTC)
     busy_before = busy_cpu_seconds()
-    hog = None
-    if config.noise is not None:
-        hog = subprocess.Popen(noise_command(config, dutyhog), cwd=work_dir)
-        time.sleep(NOISE_LEAD)
-    cpu_before = children_cpu_seconds()
-    start = time.perf_counter()
-    process = subprocess.Popen(command, cwd=work_dir, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    hog = process = None
+    problem = None
     try:
-        stdout, stderr = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        stdout, stderr = process.communicate()
-        stderr += f"\n(killed after {timeout:g} s)"
-    wall = time.perf_counter() - start
-    ross_cpu = children_cpu_seconds() - cpu_before  # the injector is not reaped yet
-    noise_cpu = 0.0
-    if hog is not None:
-        pid, _, _ = os.wait4(hog.pid, os.WNOHANG)
-        if pid != 0:
-            hog.returncode = -1
-            stderr += "\n(the noise injector ended before ROSS did)"
-            process.returncode = process.returncode or 1
-        else:
-            hog.terminate()
-            _, _, usage = os.wait4(hog.pid, 0)
-            hog.returncode = 0
-            noise_cpu = usage.ru_utime + usage.ru_stime
+        if config.noise is not None:
+            hog = subprocess.Popen(noise_command(config, dutyhog), cwd=work_dir)
+            time.sleep(NOISE_LEAD)
+        cpu_before = children_cpu_seconds()
+        start = time.perf_counter()
+        process = subprocess.Popen(command, cwd=work_dir, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            stdout, stderr = process.communicate()
+            problem = f"killed after {timeout:g} s"
+        wall = time.perf_counter() - start
+        ross_cpu = children_cpu_seconds() - cpu_before  # the injector is not reaped yet
+        noise_cpu = 0.0
+        if hog is not None:
+            if os.wait4(hog.pid, os.WNOHANG)[0] != 0:
+                hog.returncode = -1  # reaped above
+                problem = problem or "the noise injector ended before ROSS did"
+            else:
+                hog.terminate()
+                usage = os.wait4(hog.pid, 0)[2]
+                hog.returncode = 0
+                noise_cpu = usage.ru_utime + usage.ru_stime
+    finally:  # interrupted: leave neither ROSS nor the injector running
+        if process is not None and process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        if hog is not None and hog.returncode is None:
+            hog.kill()
+            hog.wait()
     busy = busy_cpu_seconds() - busy_before
+    if problem is None and process.returncode != 0:
+        problem = f"ROSS exited with {process.returncode}"
     measured = {"wall_s": wall, "ross_cpu_s": ross_cpu, "noise_cpu_s": noise_cpu,
                 "other_cpu_s": busy - ross_cpu - noise_cpu, "load_before": load_before,
                 "load_after": os.getloadavg()[0]}
     result = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
-    return result, measured, started_at
+    return result, measured, started_at, problem
 
 
 def main(argv=None) -> int:
@@ -352,13 +365,13 @@ def main(argv=None) -> int:
     for repeat in range(first_repeat, first_repeat + args.reps):
         for config in configs:
             command = ross_command(config, args.ross_build, args.mpiexec)
-            result, measured, started_at = run_once(config, command, dutyhog, work_dir,
-                                                    args.timeout)
+            result, measured, started_at, problem = run_once(
+                config, command, dutyhog, work_dir, args.timeout)
             log = work_dir / "outputs" / f"run{run:03d}_{config.name}.txt"
             log.write_text(f"{result.stdout}\n--- stderr ---\n{result.stderr}")
             try:
-                if result.returncode != 0:
-                    raise ValueError(f"ROSS exited with {result.returncode}")
+                if problem is not None:
+                    raise ValueError(problem)
                 statistics = parse_output(result.stdout, config)
             except ValueError as error:
                 failed.append(run)
