@@ -1,7 +1,7 @@
 """numba kernels of the trace-driven simulation (arrays in, arrays out).
 
-A trace of E rows is given by its cumulative arrays (see
-:func:`jitterlab.noise.trace_law.trace_positions`), packed by :func:`pack_trace`:
+A trace of E rows is given by its cumulative arrays (those of
+:func:`jitterlab.noise.trace_law.trace_positions`), packed by :func:`trace_table`:
 ``starts[i]`` is when row i's jitter begins and ``computed[i]`` the gap time before
 it; ``starts[E]`` = T and ``computed[E]`` = G. A task's place in the trace is an
 unrolled time x; the trace repeats every T. The plain-Python twin is
@@ -19,7 +19,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["advance", "run_without_barrier", "run_tree_barrier", "noiseless_tree", "pack_trace"]
+__all__ = ["advance", "run_without_barrier", "run_tree_barrier", "noiseless_tree", "trace_table"]
 
 # columns of the packed trace table, one row per trace row (plus a closing row):
 # when row i's jitter starts, the compute before it, and its jitter duration
@@ -27,10 +27,27 @@ _START, _COMPUTED, _JITTER = 0, 1, 2
 _TIE = 16 * np.finfo(np.float64).eps  # relative rounding allowed in "ends exactly at"
 
 
-def pack_trace(starts, computed, jitter) -> np.ndarray:
-    """One (E + 1, 3) array, so that one trace row is one cache line, not three."""
-    table = np.zeros((jitter.size + 1, 3))
-    table[:, _START], table[:, _COMPUTED], table[:-1, _JITTER] = starts, computed, jitter
+@numba.njit(cache=True)
+def trace_table(jitter, gap):
+    """The packed trace, one (E + 1, 3) array so that one trace row is one cache line:
+    per row when its jitter starts, the compute before it and its jitter duration [s].
+
+    The running sums are those of :func:`jitterlab.noise.trace_law.trace_positions`
+    (``numpy.cumsum`` adds in the same order), bit for bit, in one pass.
+    """
+    n = jitter.size
+    table = np.empty((n + 1, 3))
+    start = 0.0
+    computed = 0.0
+    for row in range(n):
+        table[row, _START] = start
+        table[row, _COMPUTED] = computed
+        table[row, _JITTER] = jitter[row]
+        start += jitter[row] + gap[row]
+        computed += gap[row]
+    table[n, _START] = start
+    table[n, _COMPUTED] = computed
+    table[n, _JITTER] = 0.0
     return table
 
 
@@ -91,7 +108,7 @@ def _address(table):
     """Address of a packed trace (C-contiguous, 3 columns); anything else raises."""
     if table.ndim != 2 or table.shape[1] != 3 or table.strides[1] != 8 or table.strides[0] != 24:
         raise ValueError("the trace table must be a C-contiguous (E + 1, 3) float array "
-                         "(see pack_trace)")
+                         "(see trace_table)")
     return table.ctypes.data
 
 

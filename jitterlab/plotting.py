@@ -413,10 +413,10 @@ def _replay_tree(jitter, gap, offsets, work, phases, barrier):
     task).
     """
     from . import _simkernels
-    from .noise.trace_law import trace_positions
 
     n, k = offsets.size, barrier.fanout
-    table = _simkernels.pack_trace(*trace_positions(jitter, gap), jitter)
+    table = _simkernels.trace_table(np.ascontiguousarray(jitter, dtype=float),
+                                    np.ascontiguousarray(gap, dtype=float))
 
     def run(task, t, cpu):
         return _simkernels.advance(table, offsets[task] + t, cpu, 0, 0)[0] - offsets[task]

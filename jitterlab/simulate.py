@@ -20,7 +20,6 @@ from ._provenance import provenance_attrs
 from ._random import RngLike, as_generator, seed_from
 from .collectives import _RoundCollective
 from .message import Message
-from .noise.trace_law import trace_positions
 from .trace import Trace
 
 __all__ = ["TreeBarrier", "simulate", "draw_offsets", "tree_levels"]
@@ -154,18 +153,24 @@ def tree_levels(n: int, fanout: int) -> np.ndarray:
     return np.array(bounds, dtype=np.int64)
 
 
-def _trace_arrays(trace):
+def _trace_table(trace):
+    """A trace's jitter and its packed table (:func:`jitterlab._simkernels.trace_table`) [s]."""
     jitter = np.ascontiguousarray(trace.jitter_seconds, dtype=float)
-    gap = np.ascontiguousarray(trace.gap_seconds, dtype=float)
-    starts, computed = trace_positions(jitter, gap)
-    if not computed[-1] > 0:
+    table = _simkernels.trace_table(jitter, np.ascontiguousarray(trace.gap_seconds,
+                                                                 dtype=float))
+    if not table[-1, _simkernels._COMPUTED] > 0:
         raise ValueError("the trace has no gap time: no compute can ever finish")
-    return jitter, gap, starts, computed
+    return jitter, table
 
 
 def draw_offsets(trace, n: int, start="random", rng: RngLike = None) -> np.ndarray:
     """Start times of ``n`` tasks in the trace [s] (see :func:`simulate`)."""
-    jitter, _, starts, _ = _trace_arrays(trace)
+    return _offsets(trace, *_trace_table(trace), n, start, rng)
+
+
+def _offsets(trace, jitter, table, n, start, rng) -> np.ndarray:
+    """:func:`draw_offsets` for a trace whose table is at hand."""
+    starts = table[:, _simkernels._START]
     period = starts[-1]
     if isinstance(start, str):
         gen = as_generator(rng)
@@ -324,7 +329,7 @@ def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="r
         raise TypeError("simulate() needs n, the number of tasks N")
     if work is None:
         raise TypeError("simulate() needs work, the compute per task and phase [s]")
-    jitter, _, starts, computed = _trace_arrays(trace)
+    jitter, table = _trace_table(trace)
     counts = _as_counts(n)
     work = check_positive("work", work)
     phases = check_integer("phases", phases, 1)
@@ -343,9 +348,8 @@ def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="r
             raise ValueError("detail='events' needs one wire latency (an event trace has "
                              "one): give the TreeBarrier no intra_node_latency")
     seed = seed_from(rng) if isinstance(start, str) else None
-    offsets_all = draw_offsets(trace, int(counts.max()), start, rng=seed)
-    period = float(starts[-1])
-    table = _simkernels.pack_trace(starts, computed, jitter)
+    offsets_all = _offsets(trace, jitter, table, int(counts.max()), start, seed)
+    period = float(table[-1, _simkernels._START])
 
     phase_times, slowdowns, coverages = [], [], []
     detail_vars = {}

@@ -94,7 +94,19 @@ def dyadic_trace(rows, seed):
 
 
 def table_of(jitter, gap):
-    return _simkernels.pack_trace(*trace_positions(jitter, gap), jitter)
+    return _simkernels.trace_table(jitter, gap)
+
+
+@pytest.mark.parametrize("rows", [1, 2, 1000])
+def test_trace_table_holds_the_running_sums_of_trace_positions_bit_for_bit(rows):
+    rng = np.random.default_rng(rows)
+    jitter, gap = rng.pareto(1.5, rows) * 1e-6, rng.exponential(1e-3, rows)  # not dyadic
+    table = _simkernels.trace_table(jitter, gap)
+    starts, computed = trace_positions(jitter, gap)
+    assert table.shape == (rows + 1, 3) and table.flags.c_contiguous
+    assert np.array_equal(table[:, _simkernels._START], starts)
+    assert np.array_equal(table[:, _simkernels._COMPUTED], computed)
+    assert np.array_equal(table[:, _simkernels._JITTER], np.append(jitter, 0.0))
 
 
 @pytest.mark.parametrize("seed", range(6))

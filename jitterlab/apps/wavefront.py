@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import xarray as xr
 
-from .. import _simevents, _simkernels, _wavekernels
+from .. import _simevents, _wavekernels
 from .._checks import check_integer, check_positive
 from .._provenance import provenance_attrs
 from .._random import RngLike, as_generator, seed_from
@@ -30,7 +30,7 @@ from ..bounds import tree_depth
 from ..maxofn import max_of_n
 from ..message import Message
 from ..noise import NoiseModel, from_trace
-from ..simulate import _trace_arrays, draw_offsets
+from ..simulate import _offsets, _trace_table
 from ..trace import Trace
 
 __all__ = ["Wavefront", "wavefront_predict", "wavefront_simulate", "square_grid", "SWEEP_ORDERS"]
@@ -463,12 +463,11 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
             finishes[run] = state[:, 0]
         kind = "no noise"
     elif method == "trace":
-        jitter, _, starts, computed = _trace_arrays(noise)
-        table = _simkernels.pack_trace(starts, computed, jitter)
+        jitter, table = _trace_table(noise)
         seed = seed_from(rng) if isinstance(start, str) else None
         gen = as_generator(seed)
         for run in range(runs):
-            offsets = np.ascontiguousarray(draw_offsets(noise, n_ranks, start, rng=gen))
+            offsets = np.ascontiguousarray(_offsets(noise, jitter, table, n_ranks, start, gen))
             state = _run_passes(args, n_passes, _wavekernels.TRACE, table, offsets, ends[run],
                                 None if block_end is None else block_end[run], op_ends)
             finishes[run] = state[:, 0]
@@ -537,12 +536,12 @@ def _simulate_on_arrival(workload, noise, start, rng, runs):
         table, mode = np.zeros((1, 3)), _wavekernels.NO_NOISE
         offsets_of = lambda: np.zeros(n_ranks)  # noqa: E731
     else:
-        jitter, _, starts, computed = _trace_arrays(noise)
-        table, mode = _simkernels.pack_trace(starts, computed, jitter), _wavekernels.TRACE
+        jitter, table = _trace_table(noise)
+        mode = _wavekernels.TRACE
         seed = seed_from(rng) if isinstance(start, str) else None
         gen = as_generator(seed)
         offsets_of = lambda: np.ascontiguousarray(  # noqa: E731
-            draw_offsets(noise, n_ranks, start, rng=gen))
+            _offsets(noise, jitter, table, n_ranks, start, gen))
     finish, end = np.zeros(n_ranks, dtype=np.int64), np.zeros(iterations, dtype=np.int64)
     for run in range(runs):
         _wavekernels.run_on_arrival(px, py, corners, blocks, iterations, *costs, mode, table,
