@@ -5,7 +5,7 @@ Prints, from one run on this machine:
 * the wall time of a 64-point grid of ``jl.simulate`` runs (N × work × tree fanout × start ×
   phases, 0.05-0.5 s each) evaluated serially and on ``local_cluster(2)`` (two worker
   processes, one thread each, numba limited to one thread per worker; ``sweep``'s default
-  batching, 4 points per task here), and their ratio. The
+  tasks, which shrink from 16 points to 1), and their ratio. The
   serial run has numba on one thread, as each worker runs: the ratio measures what the
   cluster adds over one core. With ``--numba-threads`` the serial run is also timed with
   numba's default thread count (``jl.simulate``'s kernels are themselves parallel): what a

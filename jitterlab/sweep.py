@@ -306,27 +306,43 @@ def _evaluate_batch(func, fixed, batch):
     return [_evaluate(func, fixed, params, seed) for params, seed in batch]
 
 
-_TASKS_PER_THREAD = 8  # default batching: at least this many tasks per worker thread
+#: the order in which a Dask sweep hands out the points: a fixed shuffle of the grid, so
+#: that every task gets a like mix of cheap and costly points (a parameter that sets the
+#: cost, N or the work, varies in a pattern along the grid; the result does not depend on it)
+_ORDER_SEED = 20261122
 
 
-def _batches(n_points: int, points_per_task: int) -> list[range]:
-    """The points of each task: of T tasks, task j evaluates points j, j + T, j + 2T, ...
+def _batches(n_points: int, points_per_task: int | None, threads: int) -> list[np.ndarray]:
+    """The grid indices each task evaluates, in the order the tasks are submitted.
 
-    A parameter that sets the cost (N, work) varies slowly along the grid, so every task
-    gets a like mix of cheap and costly points and no long task is left alone at the end.
+    The points are shuffled (:data:`_ORDER_SEED`). With ``points_per_task`` every task
+    takes that many (the last fewer). Without it the tasks shrink as the sweep proceeds
+    (guided self-scheduling): each takes the remaining points / (2 · ``threads``), rounded
+    up, so the first tasks amortise the cost of a task and the last ones are single points
+    that keep every worker thread busy to the end.
     """
-    n_tasks = -(-n_points // points_per_task)
-    return [range(first, n_points, n_tasks) for first in range(n_tasks)]
+    order = np.random.default_rng(_ORDER_SEED).permutation(n_points)
+    sizes = []
+    left = n_points
+    while left > 0:
+        size = points_per_task if points_per_task is not None else -(-left // (2 * threads))
+        sizes.append(min(size, left))
+        left -= sizes[-1]
+    return np.split(order, np.cumsum(sizes)[:-1])
 
 
-def _run_dask(client, func, fixed, points, seeds, bar, points_per_task=1):
+def _run_dask(client, func, fixed, points, seeds, bar, points_per_task=None):
     from distributed import as_completed
 
-    fixed_future = client.scatter([fixed], hash=False)[0] if fixed else {}
-    batches = _batches(len(points), points_per_task)
+    # the fixed arguments on every worker, so that the scheduler may give any task to any
+    # worker; tasks run in the order given (a higher priority for an earlier task)
+    fixed_future = client.scatter([fixed], hash=False, broadcast=True)[0] if fixed else {}
+    threads = sum(client.nthreads().values()) or 1
+    batches = _batches(len(points), points_per_task, threads)
     futures = [client.submit(_evaluate_batch, func, fixed_future,
-                             [(points[i], seeds[i]) for i in batch], pure=False)
-               for batch in batches]
+                             [(points[i], seeds[i]) for i in batch], pure=False,
+                             priority=len(batches) - number)
+               for number, batch in enumerate(batches)]
     batch_of = {future.key: batch for future, batch in zip(futures, batches, strict=True)}
     outcomes = [None] * len(points)
     try:
@@ -452,12 +468,14 @@ def sweep(func: Callable[..., xr.Dataset], grid: Mapping[str, Sequence], client=
         each value (strings stay as they are); numbers, strings and booleans are their own
         labels. Labels of one parameter must differ.
     points_per_task : int, optional
-        On Dask, how many points of the grid one task evaluates, taken at a stride over the
-        grid (of T tasks, task j takes points j, j + T, ...), so that tasks cost alike. Each
-        task costs a few milliseconds of scheduling and transfer: for functions that take
-        about as long, a few dozen points per task amortise it; the result does not depend
-        on it. Default: as many as leave every worker thread at least 8 tasks (so that the
-        last tasks still spread over the workers), at least 1. [-]
+        On Dask, how many points of the grid one task evaluates. Each task costs a few
+        milliseconds of scheduling and transfer: for functions that take about as long, a
+        few dozen points per task amortise it; the result does not depend on it. Default:
+        tasks that shrink as the sweep proceeds (guided self-scheduling: each takes the
+        remaining points / twice the number of worker threads), so that the last tasks are
+        single points and no worker waits for another at the end. Either way the points are
+        handed out in a fixed shuffled order, so that each task gets a like mix of cheap and
+        costly points. [-]
     **fixed
         Further keyword arguments passed unchanged to ``func`` at every point (on Dask they
         are sent to the cluster once). An argument named like one of ``sweep``'s own
@@ -551,9 +569,6 @@ def sweep(func: Callable[..., xr.Dataset], grid: Mapping[str, Sequence], client=
         if client is None:
             outcomes = _run_serial(func, fixed, points, seeds, bar)
         else:
-            if points_per_task is None:
-                threads = sum(client.nthreads().values()) or 1
-                points_per_task = max(1, len(points) // (_TASKS_PER_THREAD * threads))
             outcomes = _run_dask(client, func, fixed, points, seeds, bar, points_per_task)
     finally:
         bar.close()

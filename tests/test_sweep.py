@@ -85,18 +85,29 @@ def test_two_workers_give_the_serial_dataset_bit_for_bit(client, serial):
     assert np.isfinite(serial["slowdown"]).all()
 
 
-@pytest.mark.parametrize(("n_points", "points_per_task"),
-                         [(64, 4), (64, 5), (7, 3), (5, 50), (1, 1), (10, 1)])
-def test_each_task_takes_points_across_the_grid(n_points, points_per_task):
-    batches = sweep_module._batches(n_points, points_per_task)
-    assert sorted(i for batch in batches for i in batch) == list(range(n_points))
+@pytest.mark.parametrize(("n_points", "points_per_task", "threads"),
+                         [(64, 4, 2), (64, 5, 2), (7, 3, 1), (5, 50, 2), (1, 1, 1), (10, 1, 4),
+                          (64, None, 2), (1000, None, 8), (3, None, 2), (1, None, 1)])
+def test_each_task_takes_a_share_of_the_shuffled_grid(n_points, points_per_task, threads):
+    batches = sweep_module._batches(n_points, points_per_task, threads)
+    handed = np.concatenate(batches)
+    assert sorted(handed.tolist()) == list(range(n_points))  # every point once
     sizes = [len(batch) for batch in batches]
-    assert max(sizes) <= points_per_task and max(sizes) - min(sizes) <= 1
-    assert len(batches) == -(-n_points // points_per_task)
-    # every full task reaches from the first stride of the grid into the last
-    for batch in batches:
-        if len(batch) == max(sizes) > 1:
-            assert batch[0] < len(batches) and batch[-1] >= n_points - len(batches)
+    if points_per_task is not None:
+        assert sizes[:-1] == [points_per_task] * (len(sizes) - 1)
+        assert 1 <= sizes[-1] <= points_per_task
+    else:  # guided: shrinking tasks, ending with single points for every thread
+        assert sizes == sorted(sizes, reverse=True)
+        assert sizes[0] == -(-n_points // (2 * threads))
+        assert sizes[-min(threads, n_points):] == [1] * min(threads, n_points)
+        assert len(sizes) <= 2 * threads * (1 + np.log(n_points)) + threads
+    if n_points == 64:  # not in grid order: the costly corner of a grid is spread out
+        assert not np.array_equal(handed, np.arange(n_points))
+        first_half = handed[:32]
+        assert 8 < np.count_nonzero(first_half >= 32) < 24
+    # the same order every time
+    again = sweep_module._batches(n_points, points_per_task, threads)
+    assert all(np.array_equal(a, b) for a, b in zip(batches, again, strict=True))
 
 
 @pytest.mark.parametrize("points_per_task", [3, 8, 50])
