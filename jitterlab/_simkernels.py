@@ -256,32 +256,41 @@ def _hop_latency(child, parent, latency, intra_latency, node_size):
 _BUCKET = 8  # tasks per bucket of the trace-order sort (they share a few cache lines)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, parallel=True)
 def _trace_order(offsets, level_bounds, period, n_rows):
     """Tasks of each level in (nearly) the order of their start in the trace.
 
     A counting sort into about ``size / _BUCKET`` buckets of the trace per level;
-    order inside a bucket is by task. Returns slot -> task.
+    order inside a bucket is by task. The buckets are found in parallel, the counting
+    is serial. Returns slot -> task.
     """
-    task_of = np.empty(offsets.size, dtype=np.int32)
-    for level in range(level_bounds.size - 1):
+    n_tasks = offsets.size
+    task_of = np.empty(n_tasks, dtype=np.int32)
+    keys = np.empty(n_tasks, dtype=np.int32)
+    n_levels = level_bounds.size - 1
+    buckets = np.empty(n_levels, dtype=np.int64)
+    for level in range(n_levels):
+        size = level_bounds[level + 1] - level_bounds[level]
+        buckets[level] = max(1, min(size, n_rows) // _BUCKET)
+    for task in numba.prange(n_tasks):
+        level = 0
+        while task >= level_bounds[level + 1]:
+            level += 1
+        n_buckets = buckets[level]
+        x = offsets[task]
+        key = int((x - math.floor(x / period) * period) * (n_buckets / period))
+        keys[task] = min(max(key, 0), n_buckets - 1)
+    for level in range(n_levels):
         lo, hi = level_bounds[level], level_bounds[level + 1]
-        size = hi - lo
-        n_buckets = max(1, min(size, n_rows) // _BUCKET)
+        n_buckets = buckets[level]
         counts = np.zeros(n_buckets + 1, dtype=np.int64)
-        keys = np.empty(size, dtype=np.int32)
-        scale = n_buckets / period
-        for i in range(size):
-            x = offsets[lo + i]
-            key = int((x - math.floor(x / period) * period) * scale)
-            key = min(max(key, 0), n_buckets - 1)
-            keys[i] = key
-            counts[key + 1] += 1
+        for task in range(lo, hi):
+            counts[keys[task] + 1] += 1
         for k in range(n_buckets):
             counts[k + 1] += counts[k]
-        for i in range(size):
-            key = keys[i]
-            task_of[lo + counts[key]] = lo + i
+        for task in range(lo, hi):
+            key = keys[task]
+            task_of[lo + counts[key]] = task
             counts[key] += 1
     return task_of
 

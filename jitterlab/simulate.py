@@ -8,6 +8,7 @@ messages are themselves hit by jitter (§3.6).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass
 
@@ -234,12 +235,15 @@ def _run(table, offsets, work, phases, barrier, detail, ops=False):
     return theta, compute, end_times, None
 
 
+@functools.lru_cache(maxsize=256)
 def _noiseless_phase_mean(n, work, phases, barrier) -> float:
     """Mean phase time of n tasks with a barrier model, without noise [s].
 
     Without noise the run settles after a phase or two: once every task's phase takes
     as long as in the phase before (to rounding), every later phase repeats it. So three
-    phases are run, and the rest only if they have not settled.
+    phases are run, and the rest only if they have not settled. The result depends on
+    nothing else, so it is kept for the next call with the same arguments (a sweep over
+    seeds, traces or start modes at one N); the barrier models are frozen dataclasses.
     """
     probe = min(phases, 3)
     theta, ends = barrier.noiseless_phases(n, work, probe)

@@ -386,3 +386,32 @@ def test_finish_on_a_cycle_boundary_after_rounding_meets_no_jitter():
     assert fast["phase_time"].values[1:] == pytest.approx([222.0, 216.0], abs=1e-9)
     np.testing.assert_allclose(fast["phase_time"].values, slow["phase_time"].values,
                                rtol=1e-12)
+
+
+@pytest.mark.parametrize("barrier", [jl.TreeBarrier(fanout=3, send=1e-6, recv=2e-6, latency=5e-6),
+                                     jl.Dissemination(), jl.RecursiveDoubling()])
+def test_the_noiseless_reference_is_computed_once_per_configuration(monkeypatch, barrier):
+    import importlib
+
+    simulate_module = importlib.import_module("jitterlab.simulate")
+    simulate_module._noiseless_phase_mean.cache_clear()
+    calls = []
+    original = type(barrier).noiseless_phases
+
+    def counted(self, n, work, phases):
+        calls.append((n, work, phases))
+        return original(self, n, work, phases)
+
+    monkeypatch.setattr(type(barrier), "noiseless_phases", counted)
+    trace = jl.synthetic_trace(2.0, rng=3)
+    first = jl.simulate(trace, n=100, work=1e-3, phases=5, barrier=barrier, rng=1)
+    again = jl.simulate(trace, n=100, work=1e-3, phases=5, barrier=barrier, rng=2)
+    assert len(calls) in (1, 2)  # three phases, and all five if they had not settled
+    count = len(calls)
+    simulate_module._noiseless_phase_mean.cache_clear()
+    fresh = jl.simulate(trace, n=100, work=1e-3, phases=5, barrier=barrier, rng=2)
+    assert len(calls) == 2 * count  # computed again only after the cache was cleared
+    xr.testing.assert_identical(again, fresh)
+    assert not first["slowdown"].equals(again["slowdown"])  # other seeds, same reference
+    other = jl.simulate(trace, n=100, work=2e-3, phases=5, barrier=barrier, rng=2)
+    assert len(calls) > 2 * count and not other["slowdown"].equals(again["slowdown"])
