@@ -486,13 +486,18 @@ def noiseless_tree(n_tasks, work, phases, fanout, send, recv, latency, intra_lat
     The same operations in the same order as the full kernel (receives from the children
     in order of arrival, ties to the lower index; sends to the children in index order),
     level by level, the tasks of a level in parallel. Returns the time at which the
-    last task ends each phase [s]; fills ``end_out[phase, task]``.
+    last task ends each phase [s] and the largest change of a task's phase time from the
+    phase before to the last [s] (0 with fewer than three phases); fills
+    ``end_out[phase, task]`` when it is not empty.
     """
     n_levels = level_bounds.size - 1
+    keep = end_out.shape[0] > 0
     end = np.zeros(n_tasks)  # each task's end of the phase before
     now = np.empty(n_tasks)
-    arrival = np.empty(n_tasks)  # at the parent: the task's reduce message
-    handed = np.empty(n_tasks)  # the parent's send to the task (broadcast)
+    # per task, its reduce message at the parent, then the parent's broadcast send to it
+    message = np.empty(n_tasks)
+    took = np.empty(n_tasks)  # each task's phase time in the phase before
+    change = np.zeros(n_tasks)
     phase_end = np.empty(phases)
     for phase in range(phases):
         for level in range(n_levels - 1, -1, -1):  # reduce: children before parents
@@ -504,14 +509,14 @@ def noiseless_tree(n_tasks, work, phases, fanout, send, recv, latency, intra_lat
                 for _ in range(n_children):
                     best, pick = np.inf, 0
                     for q in range(n_children):
-                        if not (taken >> q) & 1 and arrival[first + q] < best:
-                            best, pick = arrival[first + q], q
+                        if not (taken >> q) & 1 and message[first + q] < best:
+                            best, pick = message[first + q], q
                     taken |= 1 << pick
                     t = (t if t > best else best) + recv
                 if task > 0:
                     t += send
                     parent = (task - 1) // fanout
-                    arrival[task] = t + _hop_latency(task, parent, latency, intra_latency,
+                    message[task] = t + _hop_latency(task, parent, latency, intra_latency,
                                                      node_size)
                 now[task] = t
         for level in range(n_levels):  # broadcast: parents before children
@@ -519,14 +524,19 @@ def noiseless_tree(n_tasks, work, phases, fanout, send, recv, latency, intra_lat
                 t = now[task]
                 if task > 0:
                     parent = (task - 1) // fanout
-                    come = handed[task] + _hop_latency(task, parent, latency,
-                                                       intra_latency, node_size)
+                    come = message[task] + _hop_latency(task, parent, latency,
+                                                        intra_latency, node_size)
                     t = (t if t > come else come) + recv
                 first = fanout * task + 1
                 for q in range(min(fanout, max(n_tasks - first, 0))):
                     t += send
-                    handed[first + q] = t
+                    message[first + q] = t  # the children's reduce messages are taken
+                duration = t - end[task]
+                if phase >= 2:
+                    change[task] = abs(duration - took[task])
+                took[task] = duration
                 end[task] = t
-                end_out[phase, task] = t
+                if keep:
+                    end_out[phase, task] = t
         phase_end[phase] = end.max()
-    return phase_end
+    return phase_end, change.max()

@@ -47,11 +47,15 @@ class _RoundCollective:
         return f"{self._name}({self.message.describe()})"
 
     def noiseless_phases(self, n: int, work: float, phases: int):
-        """Phase times [s] and each task's end of each phase ``[phase, task]`` [s] of n
-        tasks computing ``work`` and meeting no noise."""
+        """Phase times [s] of n tasks computing ``work`` and meeting no noise, and the
+        largest change of a task's phase time from the phase before to the last [s]
+        (0 with fewer than three phases)."""
         no_trace = np.zeros((1, 3))  # one row: the kernel adds CPU times, reads no trace
         theta, _, ends, _ = self.run(no_trace, np.zeros(n), float(work), phases, True)
-        return theta, ends
+        if phases < 3:
+            return theta, 0.0
+        durations = ends[-2:] - ends[-3:-1]
+        return theta, float(np.abs(durations[1] - durations[0]).max())
 
     def run(self, table, offsets, work, phases, detail, ops=False):
         """Phase times, compute times, end times and operation ends of one run [s].

@@ -294,6 +294,14 @@ def test_noiseless_tree_is_the_tree_kernel_on_a_quiet_trace(n, fanout, cores_per
     full = _simkernels.run_tree_barrier(quiet, np.zeros(n), 1e-4, 6, *costs,
                                         tree_bounds(n, fanout), np.zeros((6, n)), ends_quiet,
                                         np.zeros((0, 0, 0)))
-    lean = _simkernels.noiseless_tree(n, 1e-4, 6, *costs, tree_bounds(n, fanout), ends)
+    lean, change = _simkernels.noiseless_tree(n, 1e-4, 6, *costs, tree_bounds(n, fanout),
+                                              ends)
     np.testing.assert_array_equal(lean, full)
     np.testing.assert_array_equal(ends, ends_quiet)
+    durations = np.diff(ends_quiet, axis=0)
+    assert change == np.abs(durations[-1] - durations[-2]).max()
+    # without the end times, the same phases and change
+    again, change_again = _simkernels.noiseless_tree(n, 1e-4, 6, *costs,
+                                                     tree_bounds(n, fanout), np.zeros((0, 0)))
+    np.testing.assert_array_equal(again, full)
+    assert change_again == change
