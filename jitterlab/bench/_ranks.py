@@ -1,6 +1,8 @@
-"""Helpers shared by the MPI benchmarks: failing together, and where the ranks run.
+"""Helpers shared by the MPI benchmarks: failing together, where the ranks run, and
+closing a run.
 
-Used by :mod:`jitterlab.bench.pb` and :mod:`jitterlab.bench.latency`.
+Used by :mod:`jitterlab.bench.pb`, :mod:`jitterlab.bench.latency` and
+:mod:`jitterlab.bench.bsp`.
 """
 
 from __future__ import annotations
@@ -10,11 +12,12 @@ import platform
 
 import numpy as np
 
+from . import _chunks
 from ._machine import cpu_model, utc_now
 from ._mpi import mpi_description
 from ._tsc import CycleCounterError
 
-__all__ = ["collectively", "ranks_and_cpus", "check_status", "run_metadata",
+__all__ = ["collectively", "finish_run", "ranks_and_cpus", "check_status", "run_metadata",
            "rank_coordinates", "counter_variables", "SHARED_ERRORS"]
 
 #: errors re-raised with their own type on every rank when one rank fails in the set-up
@@ -41,6 +44,32 @@ def collectively(comm, function, *args):
             name, message = report
             raise SHARED_ERRORS.get(name, RuntimeError)(f"rank {rank}: {message}")
     return result
+
+
+def finish_run(comm, root, writer, summary, interrupted, store, output, read_store, write,
+               read_output, keep_chunks):
+    """Close a benchmark run on every rank.
+
+    Rank 0 (``root``) marks the chunk store of an interrupted run as such (the store is
+    kept, readable), or finishes it with the run's ``summary``, writes the run's file
+    ``output`` from it (``write(read_store(store), output)``, atomic), removes the store
+    unless ``keep_chunks`` and returns ``read_output(output)``; the other ranks, and
+    rank 0 after an interruption, return None. A failure on rank 0 is raised on every
+    rank.
+    """
+    def finish():
+        if not root:
+            return None
+        if interrupted:
+            writer.update(interrupted=True, **summary)
+            return None
+        writer.finish(**summary)
+        write(read_store(store), output)
+        if not keep_chunks:
+            _chunks.remove_store(store)
+        return read_output(output)
+
+    return collectively(comm, finish)
 
 
 def ranks_and_cpus(comm, pin: bool) -> dict:

@@ -61,7 +61,14 @@ from . import _chunks
 from ._machine import check_integer, check_seconds, pinned, utc_now
 from ._mpi import STATUS_WORDS, _check_handle, call_barrier, handle, mpi_functions
 from ._ncfile import has_source, read_run, write_dataset
-from ._ranks import check_status, collectively, rank_coordinates, ranks_and_cpus, run_metadata
+from ._ranks import (
+    check_status,
+    collectively,
+    finish_run,
+    rank_coordinates,
+    ranks_and_cpus,
+    run_metadata,
+)
 from ._tsc import calibrate_tsc, check_cycle_counter, read_tsc
 from .detour import THRESHOLD_MEDIAN_FACTOR, THRESHOLD_TMIN_FACTOR, _DeferredInterrupt, probe_loop
 
@@ -681,21 +688,8 @@ def _run(comm, MPI, phases, work, output, collective, inject_period, inject_dura
                 if interrupted:
                     break
         summary = {"phases_done": done, "chunks": chunks, "finished_at": utc_now()}
-
-        def finish():
-            if not root:
-                return None
-            if interrupted:
-                writer.update(interrupted=True, **summary)
-                return None
-            writer.finish(**summary)
-            dataset = _read_dataset(store)
-            write_bsp(dataset, output)
-            if not keep_chunks:
-                _chunks.remove_store(store)
-            return read_bsp(output)
-
-        result = collectively(comm, finish)
+        result = finish_run(comm, root, writer, summary, interrupted, store, output,
+                            _read_dataset, write_bsp, read_bsp, keep_chunks)
     if interrupted:
         raise KeyboardInterrupt
     return result

@@ -56,6 +56,7 @@ from ._ranks import (
     check_status,
     collectively,
     counter_variables,
+    finish_run,
     rank_coordinates,
     ranks_and_cpus,
     run_metadata,
@@ -351,20 +352,8 @@ def _run(comm, MPI, output, round_trips, barriers, pin, overwrite, keep_chunks, 
                         interrupted = True
                         break
         summary = {"chunks": chunks, "finished_at": utc_now()}
-
-        def finish():
-            if not root:
-                return None
-            if interrupted:
-                writer.update(interrupted=True, **summary)
-                return None
-            writer.finish(**summary)
-            write_latency(read_latency(store), output)
-            if not keep_chunks:
-                _chunks.remove_store(store)
-            return read_latency(output)
-
-        result = collectively(comm, finish)
+        result = finish_run(comm, root, writer, summary, interrupted, store, output,
+                            read_latency, write_latency, read_latency, keep_chunks)
     if interrupted:
         raise KeyboardInterrupt
     return result

@@ -49,6 +49,7 @@ from ._ranks import (
     check_status,
     collectively,
     counter_variables,
+    finish_run,
     rank_coordinates,
     ranks_and_cpus,
     run_metadata,
@@ -539,21 +540,8 @@ def _run(comm, MPI, work, duration, output, random_wait, broadcast, max_wait, se
         summary = {"measured_duration": measured, "iterations": total, "samples": kept,
                    "chunks": chunks, "finished_at": utc_now()}
         interrupted = bool(flags[1])
-
-        def finish():
-            if not root:
-                return None
-            if interrupted:
-                writer.update(interrupted=True, **summary)
-                return None
-            writer.finish(**summary)
-            dataset = read_pb(store)
-            write_pb(dataset, output)
-            if not keep_chunks:
-                _chunks.remove_store(store)
-            return read_pb(output)
-
-        result = collectively(comm, finish)
+        result = finish_run(comm, root, writer, summary, interrupted, store, output,
+                            read_pb, write_pb, read_pb, keep_chunks)
     if interrupted:
         raise KeyboardInterrupt
     return result
