@@ -43,8 +43,8 @@ from .maxofn import (
 from .noise import Discrete, Empirical, NoiseModel
 from .noise._base import check_positive, check_probability
 
-__all__ = ["MaxOfN", "anomaly_detection_power", "check_independence", "compare",
-           "find_anomalies", "robust_z_scores"]
+__all__ = ["MaxOfN", "anomaly_detection_power", "batch_means_factor", "check_independence",
+           "compare", "find_anomalies", "robust_z_scores"]
 
 #: 1/Φ⁻¹(3/4): makes the median absolute deviation estimate a normal standard deviation
 MAD_TO_SD = 1.482602218505602
@@ -893,6 +893,57 @@ def _exceedance_se(over: np.ndarray, joint, marginals) -> tuple[np.ndarray, np.n
         g = g_joint - g_product
         se_excess[j] = math.sqrt(max(g @ cov @ g, 0.0) / m)
     return se_joint, se_product, se_excess
+
+
+def batch_means_factor(samples, batches: int = 20) -> float:
+    """How much correlation between consecutive samples widens the error of their mean.
+
+    The standard error of the mean from the means of ``batches`` consecutive batches,
+    divided by the one that independent samples would have (sd / √n), and at least 1:
+    multiply ``sd / √n`` by it to get an error that holds for serially correlated
+    samples, such as the iteration times of one run (batch means, e.g. Law & Kelton,
+    "Simulation Modeling and Analysis", §9.5.3). The samples that do not fill the last
+    batch are left out.
+
+    Parameters
+    ----------
+    samples : array_like of float
+        Samples in the order they were taken (1-D).
+    batches : int, default 20
+        Number of batches (at least 2; each must hold at least 2 samples). [-]
+
+    Returns
+    -------
+    float
+        The factor, >= 1; 1 for constant samples. [-]
+
+    Raises
+    ------
+    ValueError
+        If ``samples`` is not 1-D, holds non-finite values or fewer than 2 per batch.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from jitterlab.validate import batch_means_factor
+    >>> batch_means_factor(np.repeat(np.arange(100.0), 50), batches=20) > 5  # long runs
+    True
+    """
+    batches = check_integer("batches", batches, 2)
+    x = np.asarray(samples, dtype=float)
+    if x.ndim != 1:
+        raise ValueError(f"samples must be 1-D (in the order taken), got shape {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("samples must be finite")
+    size = x.size // batches
+    if size < 2:
+        raise ValueError(f"{x.size} samples are too few for {batches} batches of at least 2")
+    x = x[: size * batches]
+    if x.std() == 0:
+        return 1.0
+    means = x.reshape(batches, size).mean(axis=1)
+    return max(1.0, float(means.std(ddof=1) / np.sqrt(batches)
+                          / (x.std(ddof=1) / np.sqrt(x.size))))
 
 
 def check_independence(samples, thresholds=None, *, variable: str = "compute",

@@ -599,3 +599,36 @@ def test_lag1_autocorrelation_is_not_hidden_by_one_long_iteration():
     # variance of a lag-1 autocorrelation, (1 − φ²)/m, gives its standard error
     expected = 6 / math.pi * math.asin(0.45)
     np.testing.assert_allclose(lag1, expected, atol=4 * math.sqrt((1 - 0.81) / 2000))
+
+
+def test_batch_means_factor_of_an_ar1_series_is_its_variance_inflation():
+    from scipy.signal import lfilter
+
+    # AR(1) with coefficient rho: the variance of a long mean grows by (1 + rho) / (1 - rho)
+    rng = np.random.default_rng(11)
+    batches, n = 400, 4_000_000
+    tolerance = 4 / np.sqrt(2 * (batches - 1))  # 4 SE of the batch-means SE, relative
+    for rho in (0.0, 0.5, 0.8):
+        series = lfilter([1.0], [1.0, -rho], rng.standard_normal(n))
+        expected = np.sqrt((1 + rho) / (1 - rho))
+        factor = jl.validate.batch_means_factor(series, batches=batches)
+        assert factor >= 1.0
+        assert abs(factor - expected) <= tolerance * expected
+
+
+def test_batch_means_factor_edge_cases_and_bad_input():
+    assert jl.validate.batch_means_factor(np.full(100, 3.0)) == 1.0
+    # anti-correlated samples cannot make the error smaller than sd / sqrt(n)
+    assert jl.validate.batch_means_factor(np.tile([1.0, -1.0], 500), batches=10) == 1.0
+    # a leftover that does not fill a batch is left out: same as without it
+    x = np.random.default_rng(2).standard_normal(1000)
+    assert (jl.validate.batch_means_factor(np.append(x, [50.0] * 9), batches=10)
+            == jl.validate.batch_means_factor(x, batches=10))
+    with pytest.raises(ValueError, match="too few"):
+        jl.validate.batch_means_factor(np.arange(39.0), batches=20)
+    with pytest.raises(ValueError, match="batches"):
+        jl.validate.batch_means_factor(np.arange(100.0), batches=1)
+    with pytest.raises(ValueError, match="1-D"):
+        jl.validate.batch_means_factor(np.zeros((10, 10)))
+    with pytest.raises(ValueError, match="finite"):
+        jl.validate.batch_means_factor([1.0, np.nan] * 40)
