@@ -16,7 +16,8 @@ SC10) and of ``jl.simulate`` on the same workload, and their ratio:
   recv=1 µs, latency=5 µs))`` on the same trace read with ``jl.read_trace(...,
   format="loggopsim")``: the first call of the process (loads the compiled kernels and
   computes the noiseless reference) and the best of ``--repeat`` later calls (each with
-  its own seed);
+  its own seed), with numba's threads and again with one thread (LogGOPSim uses one
+  core; the phase times must be the same);
 * ratios LogGOPSim / jitterlab: simulation alone, and with the ``txt2bin`` conversion
   added to LogGOPSim's side (writing the GOAL text is not counted on either side);
 * checks: without noise the two totals (common start to the last rank's last
@@ -35,6 +36,7 @@ Run: ``python benchmarks/bench_loggopsim.py [--loggopsim DIR] [--ranks N] [--pha
 from __future__ import annotations
 
 import argparse
+import functools
 import gzip
 import os
 import re
@@ -45,6 +47,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numba
 import numpy as np
 
 import jitterlab as jl
@@ -112,6 +115,17 @@ def loggopsim_total(output: str) -> int:
     return int(match.group(1))
 
 
+def timed_calls(run, seeds) -> tuple[list, np.ndarray]:
+    """Wall time [s] and phase times [s] (one row per seed) of ``run(rng=seed)``."""
+    times, phase_times = [], []
+    for seed in seeds:
+        start = time.perf_counter()
+        ds = run(rng=seed)
+        times.append(time.perf_counter() - start)
+        phase_times.append(ds["phase_time"].values)
+    return times, np.array(phase_times)
+
+
 def spread(totals) -> str:
     """Mean ± sample standard deviation of totals [s], printed in ms."""
     totals = np.asarray(totals)
@@ -167,21 +181,26 @@ def main(argv=None) -> None:
         start = time.perf_counter()
         trace = jl.read_trace(noise, format="loggopsim")
         read_seconds = time.perf_counter() - start
-    totals, times = [], []
-    for seed in range(repeat + 1):
-        start = time.perf_counter()
-        ds = jl.simulate(trace, n=n, work=WORK, phases=phases, barrier=barrier, rng=seed)
-        times.append(time.perf_counter() - start)
-        totals.append(float(ds["phase_time"].sum()))
+    run = functools.partial(jl.simulate, trace, n=n, work=WORK, phases=phases, barrier=barrier)
+    times, phase_times = timed_calls(run, range(repeat + 1))
+    totals = phase_times.sum(axis=1)
     jitterlab_seconds = min(times[1:])
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)  # LogGOPSim runs on one core
+    single_times, single_phase_times = timed_calls(run, range(1, repeat + 1))
+    numba.set_num_threads(threads)
     quiet = jl.Trace(jitter=[0.0], gap=[30.0])  # as tests/test_simulate.py does
     jitterlab_quiet = float(jl.simulate(quiet, n=n, work=WORK, phases=phases, barrier=barrier,
                                         rng=0)["phase_time"].sum())
     print(f"jitterlab {jl.__version__} (read_trace {read_seconds * 1e3:.1f} ms; not counted)")
     print(f"    jl.simulate, first call: {times[0]:8.4f} s (compiled kernels loaded, "
           f"noiseless reference computed)")
-    print(f"    jl.simulate, noise:      {jitterlab_seconds:8.4f} s (best of {repeat}), "
-          f"totals of all calls [ms] {np.round(np.array(totals) * 1e3, 4).tolist()}")
+    print(f"    jl.simulate, noise:      {jitterlab_seconds:8.4f} s (best of {repeat}, "
+          f"{threads} threads), totals of all calls [ms] "
+          f"{np.round(np.array(totals) * 1e3, 4).tolist()}")
+    same = np.array_equal(single_phase_times, phase_times[1:])
+    print(f"    jl.simulate, 1 thread:   {min(single_times):8.4f} s (best of {repeat}); same "
+          f"phase times as with {threads} threads: {same}")
     print(f"    no noise: total {jitterlab_quiet * 1e9:.3f} ns")
 
     same_quiet = abs(jitterlab_quiet - loggopsim_quiet * 1e-9) <= 0.5e-9
@@ -192,11 +211,14 @@ def main(argv=None) -> None:
           f"-> ratio of means {magnitude:.3f} (same magnitude: within a factor of 2)")
     print(f"ratio LogGOPSim / jitterlab, simulation: "
           f"{loggopsim_seconds / jitterlab_seconds:7.1f} x (goal >= 100 x); first call: "
-          f"{loggopsim_seconds / times[0]:.1f} x")
+          f"{loggopsim_seconds / times[0]:.1f} x; 1 thread: "
+          f"{loggopsim_seconds / min(single_times):.1f} x")
     print(f"ratio LogGOPSim (txt2bin + simulation) / jitterlab: "
           f"{(convert_seconds + loggopsim_seconds) / jitterlab_seconds:7.1f} x")
     if not same_quiet or not 0.5 <= magnitude <= 2.0:
         sys.exit("the two simulators disagree (see above)")
+    if not same:
+        sys.exit("jl.simulate gave other phase times with one thread")
 
 
 if __name__ == "__main__":
