@@ -68,8 +68,9 @@ LogGOPSim not found in {where}. Build it outside the project, e.g.:
         -o LogGOPSim -lcgraph
     g++ -std=c++11 -O2 -g -DNDEBUG txt2bin.cpp txt2bin_cmdline.c -o txt2bin
 
-(Debian packages: g++ gengetopt re2c libgraphviz-dev; the CMake build of src/CMakeLists.txt
-gives the same two binaries in its build directory.) Then pass --loggopsim /tmp/loggopsim."""
+(Debian packages: g++ gengetopt re2c libgraphviz-dev; the CMake build of src/CMakeLists.txt,
+which also wants a Fortran compiler, puts the same two binaries in its build directory.)
+Then pass --loggopsim /tmp/loggopsim (or that build directory)."""
 FINISH = re.compile(r"Maximum finishing time at host \d+: (\d+)")
 
 
