@@ -369,6 +369,28 @@ def test_measure_counters_runs_perf_and_prints(tmp_path, capsys, monkeypatch):
     assert table.attrs["command"] == "perf stat -x, -o <tmp> -e task-clock -- true"
 
 
+def test_measure_perf_stat_returns_the_commands_status_when_perf_does_not(tmp_path):
+    # a perf that writes counts, runs the command and exits 0 whatever the command did,
+    # as perf stat itself did now and then on a loaded machine
+    fake = tmp_path / "perf"
+    fake.write_text("#!/bin/sh\n"
+                    "out=$4\n"
+                    "while [ \"$1\" != -- ]; do shift; done\n"
+                    "shift\n"
+                    "\"$@\"\n"
+                    "printf '1.5,msec,task-clock,1500,100.00,,\\n' > \"$out\"\n"
+                    "exit 0\n")
+    fake.chmod(0o755)
+    for code in (0, 3, 42):
+        table, status = counters.measure_perf_stat(["sh", "-c", f"exit {code}"],
+                                                   events=["task-clock"], perf=str(fake),
+                                                   check=False)
+        assert status == code
+        assert table.loc[0, "task-clock"] == 1.5
+        assert table.attrs["command"].endswith(f"-e task-clock -- sh -c exit {code}")
+        assert table.attrs["status_wrapper"].startswith("/bin/sh -c")
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["measure", "counters"], "give the command to measure after --"),
     (["measure", "counters", "--"], "give the command to measure after --"),
