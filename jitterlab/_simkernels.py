@@ -366,14 +366,12 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
     arrivals = np.empty(n_parent_slots * fanout)
     # per slot: when it ends the phase (the broadcast reuses it for the time its
     # parent's message was sent), the trace row it is at, how many rows its last
-    # compute spanned (to start the finish search), its clock within the phase, and
-    # which children's messages it has received
+    # compute spanned (to start the finish search) and its clock within the phase
     end = np.zeros(n_tasks)
     hint = np.empty(n_tasks, dtype=np.int32)
     _start_rows(address, n_rows, origin, hint)
     span = np.zeros(n_tasks, dtype=np.int32)
     now = np.empty(n_tasks)
-    taken = np.empty(n_tasks, dtype=np.int64)
     phase_end = np.empty(phases)
     keep = compute_out.shape[0] > 0
     keep_ops = ops_out.shape[0] > 0
@@ -384,6 +382,7 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
             for block in numba.prange((hi - lo + _BLOCK - 1) // _BLOCK):
                 first = lo + block * _BLOCK
                 last = min(hi, first + _BLOCK)
+                taken = np.zeros(_BLOCK, dtype=np.int64)  # children received, per slot
                 # one operation of every task of the block per loop, so that the CPU
                 # overlaps the tasks' chains of dependent arithmetic: compute, ...
                 for slot in range(first, last):
@@ -397,7 +396,6 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
                     span[slot] = max(h - row, 0)
                     now[slot] = finish - start
                     hint[slot] = h
-                    taken[slot] = 0
                     if keep:
                         compute_out[phase, task_of[slot]] = now[slot] - end[slot]
                     if keep_ops:
@@ -407,12 +405,12 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
                         n_children = min(fanout, max(n_tasks - fanout * task_of[slot] - 1, 0))
                         if k < n_children:
                             base = slot * fanout
-                            mask = taken[slot]
+                            mask = taken[slot - first]
                             best, pick = np.inf, 0
                             for q in range(n_children):
                                 if not (mask >> q) & 1 and arrivals[base + q] < best:
                                     best, pick = arrivals[base + q], q
-                            taken[slot] = mask | (1 << pick)
+                            taken[slot - first] = mask | (1 << pick)
                             start = origin[slot]
                             begin = now[slot] if now[slot] > best else best
                             finish, _, h = _advance_at(address, n_rows, start + begin, recv,
@@ -496,8 +494,9 @@ def noiseless_tree(n_tasks, work, phases, fanout, send, recv, latency, intra_lat
     now = np.empty(n_tasks)
     # per task, its reduce message at the parent, then the parent's broadcast send to it
     message = np.empty(n_tasks)
-    took = np.empty(n_tasks)  # each task's phase time in the phase before
-    change = np.zeros(n_tasks)
+    # each task's phase time in the phase before; after the last phase (of three or
+    # more), how much it changed from the phase before
+    took = np.zeros(n_tasks)
     phase_end = np.empty(phases)
     for phase in range(phases):
         for level in range(n_levels - 1, -1, -1):  # reduce: children before parents
@@ -532,11 +531,12 @@ def noiseless_tree(n_tasks, work, phases, fanout, send, recv, latency, intra_lat
                     t += send
                     message[first + q] = t  # the children's reduce messages are taken
                 duration = t - end[task]
-                if phase >= 2:
-                    change[task] = abs(duration - took[task])
-                took[task] = duration
+                if phase == phases - 1 and phase >= 2:
+                    took[task] = abs(duration - took[task])
+                else:
+                    took[task] = duration
                 end[task] = t
                 if keep:
                     end_out[phase, task] = t
         phase_end[phase] = end.max()
-    return phase_end, change.max()
+    return phase_end, (took.max() if phases >= 3 else 0.0)
