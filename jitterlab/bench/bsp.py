@@ -931,15 +931,9 @@ def _events(dataset, path: Path):
     shape = (n_ranks, 2 * n_phases)
 
     def interleave(first, second):
-        values = np.empty(shape, dtype=np.int64)
+        values = np.empty(shape, dtype=np.result_type(first, second))
         values[:, 0::2] = first
         values[:, 1::2] = second
-        return values.ravel()
-
-    def interleave_seconds(cycles, seconds):
-        values = np.empty(shape)
-        values[:, 0::2] = cycles / frequency
-        values[:, 1::2] = seconds
         return values.ravel()
 
     zero = np.zeros_like(start)
@@ -956,9 +950,9 @@ def _events(dataset, path: Path):
         "end": interleave(middle, end) / frequency,
         "peer": np.full(2 * n_ranks * n_phases, -1, dtype=np.int64),
         "tag": np.tile(np.repeat(dataset["phase"].values.astype(np.int64), 2), n_ranks),
-        "noise_combined": interleave_seconds(injected + other, waited_seconds),
+        "noise_combined": interleave((injected + other) / frequency, waited_seconds),
         "noise_injected": interleave(injected, zero) / frequency,
-        "noise_other": interleave_seconds(other, waited_seconds),
+        "noise_other": interleave(other / frequency, waited_seconds),
     })
     attrs = {key: value for key, value in dataset.attrs.items() if value is not None}
     for key in ("host", "cpu", "frequency_hz", "injector_phase", "injector_dropped"):
