@@ -155,23 +155,23 @@ def tree_levels(n: int, fanout: int) -> np.ndarray:
 
 
 def _trace_table(trace):
-    """A trace's jitter and its packed table (:func:`jitterlab._simkernels.trace_table`) [s]."""
-    jitter = np.ascontiguousarray(trace.jitter_seconds, dtype=float)
-    table = _simkernels.trace_table(jitter, np.ascontiguousarray(trace.gap_seconds,
-                                                                 dtype=float))
+    """A trace's packed table (:func:`jitterlab._simkernels.trace_table`) [s]."""
+    table = _simkernels.trace_table(np.ascontiguousarray(trace.jitter_seconds, dtype=float),
+                                    np.ascontiguousarray(trace.gap_seconds, dtype=float))
     if not table[-1, _simkernels._COMPUTED] > 0:
         raise ValueError("the trace has no gap time: no compute can ever finish")
-    return jitter, table
+    return table
 
 
 def draw_offsets(trace, n: int, start="random", rng: RngLike = None) -> np.ndarray:
     """Start times of ``n`` tasks in the trace [s] (see :func:`simulate`)."""
-    return _offsets(trace, *_trace_table(trace), n, start, rng)
+    return _offsets(trace, _trace_table(trace), n, start, rng)
 
 
-def _offsets(trace, jitter, table, n, start, rng) -> np.ndarray:
+def _offsets(trace, table, n, start, rng) -> np.ndarray:
     """:func:`draw_offsets` for a trace whose table is at hand."""
     starts = table[:, _simkernels._START]
+    jitter = table[:-1, _simkernels._JITTER]
     period = starts[-1]
     if isinstance(start, str):
         gen = as_generator(rng)
@@ -332,7 +332,7 @@ def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="r
         raise TypeError("simulate() needs n, the number of tasks N")
     if work is None:
         raise TypeError("simulate() needs work, the compute per task and phase [s]")
-    jitter, table = _trace_table(trace)
+    table = _trace_table(trace)
     counts = _as_counts(n)
     work = check_positive("work", work)
     phases = check_integer("phases", phases, 1)
@@ -351,7 +351,7 @@ def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="r
             raise ValueError("detail='events' needs one wire latency (an event trace has "
                              "one): give the TreeBarrier no intra_node_latency")
     seed = seed_from(rng) if isinstance(start, str) else None
-    offsets_all = _offsets(trace, jitter, table, int(counts.max()), start, seed)
+    offsets_all = _offsets(trace, table, int(counts.max()), start, seed)
     period = float(table[-1, _simkernels._START])
 
     phase_times, slowdowns, coverages = [], [], []
@@ -400,7 +400,7 @@ def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="r
              "start": start if isinstance(start, str) else "explicit rows",
              "barrier": barrier.describe() if barrier is not None else "wait for the slowest",
              "trace_source": str(getattr(trace, "attrs", {}).get("source", "unknown")),
-             "trace_events": int(jitter.size), "trace_duration": period}
+             "trace_events": table.shape[0] - 1, "trace_duration": period}
     if seed is not None:
         attrs["seed"] = seed
     if events:
