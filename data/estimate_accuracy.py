@@ -25,7 +25,6 @@ them and a second run completes the missing ones.
 from __future__ import annotations
 
 import csv
-import os
 import sys
 import time
 from pathlib import Path
@@ -33,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 import jitterlab as jl
+from jitterlab.bench._chunks import append_csv_row
 
 OUT = Path(__file__).with_name("estimate_accuracy.csv")
 RANKS = (32, 128, 512, 2048)
@@ -62,17 +62,6 @@ def done_keys() -> set:
                 for r in csv.DictReader(f)}
 
 
-def append(row: dict) -> None:
-    new = not OUT.exists()
-    with OUT.open("a", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=FIELDS)
-        if new:
-            writer.writeheader()
-        writer.writerow(row)
-        f.flush()
-        os.fsync(f.fileno())
-
-
 def main() -> int:
     done = done_keys()
     for seed, (name, kind, n, phase_work) in enumerate(
@@ -86,7 +75,7 @@ def main() -> int:
                                                 barrier=barrier, rng=seed)
         row = {"noise": name, "barrier_kind": kind, "phase_work": phase_work, "seed": seed,
                "seconds": round(time.perf_counter() - began, 2), **result}
-        append(row)
+        append_csv_row(OUT, row, FIELDS)
         print(f"{name:14s} {kind:5s} N={n:5d} w={phase_work / n * 1e6:8.1f} us "
               f"error {result['error']:+.2e} opaque {result['opaque_error']:+.3%} "
               f"({row['seconds']} s)", flush=True)

@@ -54,6 +54,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import jitterlab as jl
+from jitterlab.bench._chunks import append_csv_row
 
 HERE = Path(__file__).resolve().parent
 DUTYHOG_SOURCE = HERE / "dutyhog.c"
@@ -237,14 +238,7 @@ def read_done(path: Path) -> list[dict]:
 
 def append_row(path: Path, row: dict) -> None:
     """Append ``row`` to the CSV ``path`` (header first if the file is new) and sync it."""
-    new = not path.exists() or path.stat().st_size == 0
-    with path.open("a", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=COLUMNS)
-        if new:
-            writer.writeheader()
-        writer.writerow(row)
-        f.flush()
-        os.fsync(f.fileno())
+    append_csv_row(path, row, COLUMNS)
 
 
 def build_dutyhog(work_dir: Path) -> Path:

@@ -17,11 +17,15 @@ warning; an unreadable chunk followed by readable ones is an error.
 ``metadata.json`` holds ``{"format": FORMAT, "version": VERSION, "kind": ...,
 "complete": false, ...}`` while the run goes on and ``"complete": true`` plus a summary
 once it has finished.
+
+For results that come one row at a time (a script looping over runs),
+:func:`append_csv_row` grows a CSV table by one synced row.
 """
 
 from __future__ import annotations
 
 import contextlib
+import csv
 import errno
 import functools
 import json
@@ -35,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["ChunkWriter", "read_store", "is_store", "store_kind", "remove_store",
+__all__ = ["ChunkWriter", "append_csv_row", "read_store", "is_store", "store_kind", "remove_store",
            "output_problem", "FORMAT", "VERSION"]
 
 logger = logging.getLogger(__name__)
@@ -68,6 +72,20 @@ def _write_atomic(path: Path, write: Callable) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
         raise
+
+
+def append_csv_row(path, row: dict, columns) -> None:
+    """Append ``row`` to the CSV table ``path`` (its header ``columns`` first when the file
+    is new or empty) and sync it to disk, so a killed script keeps every row written."""
+    path = Path(path)
+    new = not path.exists() or path.stat().st_size == 0
+    with path.open("a", newline="") as stream:
+        writer = csv.DictWriter(stream, fieldnames=list(columns))
+        if new:
+            writer.writeheader()
+        writer.writerow(row)
+        stream.flush()
+        os.fsync(stream.fileno())
 
 
 def _write_json(path: Path, document: dict) -> None:
