@@ -596,7 +596,8 @@ def _run(comm, MPI, phases, work, output, collective, inject_period, inject_dura
         work_cycles = round(work * frequency)
         period = 0 if inject_period is None else round(inject_period * frequency)
         duration = 0 if inject_duration is None else round(inject_duration * frequency)
-        wait_threshold_cycles = max(threshold_cycles, round(_WAIT_THRESHOLD * frequency))
+        # rounded up: the wait threshold is never below _WAIT_THRESHOLD
+        wait_threshold_cycles = max(threshold_cycles, math.ceil(_WAIT_THRESHOLD * frequency))
         kernel_args = (COLLECTIVES.index(collective), poll, setup["functions"],
                        handle(MPI, comm), handle(MPI, MPI.DOUBLE), handle(MPI, MPI.SUM),
                        np.zeros(1), np.zeros(1), np.zeros(1, dtype=np.int64),
