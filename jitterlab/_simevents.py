@@ -183,8 +183,9 @@ def _message_events(op_ends, kind, peer, tags, cost, latency, attrs, any_order=N
     # The kernels keep times relative to each task's start in the trace, so an end can
     # be off by the rounding of the trace time (~1e-16 s): a free receive may end an ulp
     # before its free send. Lift such receives to the arrival, keep each rank's ends
-    # non-decreasing, until nothing moves.
-    for _ in range(64):
+    # non-decreasing, until nothing moves. A pass settles at least one more link of the
+    # longest chain of messages, so there are at most as many passes as rows.
+    for _ in range(end.size + 1):
         lifted = end.copy()
         if sender.size:
             lifted[is_recv] = np.maximum(end[is_recv], end[sender] + latency)
@@ -192,6 +193,8 @@ def _message_events(op_ends, kind, peer, tags, cost, latency, attrs, any_order=N
         if np.array_equal(lifted, end):
             break
         end = lifted
+    else:
+        raise RuntimeError("event trace: lifting receives to their arrivals did not settle")
     start = np.empty_like(end)
     start[0] = 0.0
     start[1:] = end[:-1]
