@@ -88,6 +88,14 @@ def uses_explorer(path: Path) -> bool:
     return ".explore(" in code
 
 
+def shows_sweep_progress(path: Path) -> bool:
+    """True for a notebook with a cell that runs :func:`jitterlab.sweep` with its progress
+    bar (a tqdm widget in JupyterLab)."""
+    return any("jl.sweep(" in "".join(cell["source"])
+               and "progress=False" not in "".join(cell["source"])
+               for cell in json.loads(path.read_text())["cells"] if cell["cell_type"] == "code")
+
+
 # --------------------------------------------------------------------------------------
 # the server
 # --------------------------------------------------------------------------------------
@@ -274,6 +282,9 @@ def _check(run: Run) -> None:
         run.problems.append("the notebook draws figures but the page shows no image")
     if checks["widgetFailures"]:
         run.problems.append(f"widgets not rendered: {checks['widgetFailures']}")
+    if shows_sweep_progress(run.path) and checks["progressWidgets"] == 0:
+        run.problems.append("the notebook runs jl.sweep with its progress bar, but the page "
+                            "shows no progress widget")
     if uses_explorer(run.path) and not run.problems:
         _check_explorer(run)
 
@@ -476,6 +487,20 @@ def test_the_checks_catch_what_they_look_for(chromium, tmp_path, monkeypatch):
     assert "ZeroDivisionError" in run.problems[1]
     assert len(run.problems) == 2
     assert run.screenshot.is_file()
+
+
+def test_which_notebooks_must_show_a_sweep_progress_bar(tmp_path):
+    import nbformat
+
+    def notebook(code):
+        path = tmp_path / f"{len(list(tmp_path.iterdir()))}.ipynb"
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)]), path)
+        return path
+
+    assert shows_sweep_progress(notebook("swept = jl.sweep(f, grid)"))
+    assert not shows_sweep_progress(notebook("swept = jl.sweep(f, grid, progress=False)"))
+    assert not shows_sweep_progress(notebook("jl.simulate(trace)"))
+    assert shows_sweep_progress(ROOT / "notebooks" / "11_collectives_under_noise.ipynb")
 
 
 def test_find_chromium_honours_the_environment(monkeypatch, tmp_path):
