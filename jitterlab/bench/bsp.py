@@ -288,6 +288,9 @@ def _bsp_loop(collective, poll, functions, comm, double, op, send, receive, requ
     caller sizes ``count`` so that they fit; the call cannot end early on its own, as
     every rank must run the same phases).
 
+    A detour begins at the first counter read at or after it falls due; one that has fallen
+    due while the previous one spun (or the rank was descheduled) follows right after it.
+
     Returns ``(phases done, MPI error code, next_detour, detours dropped, loop steps,
     interruptions recorded, interruptions lost)``: a detour falls due either inside a
     compute interval (it is injected) or while the rank is in the collective or at the
