@@ -237,11 +237,17 @@ def _import_jupyter():
     return nbclient, nbformat
 
 
+#: printed tables keep their lines in the HTML export (scrolled sideways), not wrapped
+#: mid-row as JupyterLab's style does
+_NO_WRAP_STYLE = ("<style>.jp-OutputArea-output pre {white-space: pre; word-break: normal; "
+                  "word-wrap: normal;}</style>")
+
+
 def _to_html(nb) -> str:
     from nbconvert import HTMLExporter
 
     body, _ = HTMLExporter().from_notebook_node(nb)
-    return body
+    return body.replace("</head>", _NO_WRAP_STYLE + "\n</head>", 1)
 
 
 def _error_tail(exc: BaseException) -> str:

@@ -71,7 +71,13 @@ def test_reproduce_writes_executed_notebook(reproduced):
     executed = nbformat.read(output / "notebooks" / "a_plot.ipynb", as_version=4)
     printed = "".join(o.get("text", "") for o in executed.cells[1].outputs)
     assert "value 2.5" in printed  # ran from the notebook's folder: ../data resolved
-    assert (output / "a_plot.html").read_text().lstrip().lower().startswith("<!doctype html")
+    html = (output / "a_plot.html").read_text()
+    assert html.lstrip().lower().startswith("<!doctype html")
+    # printed tables are not wrapped: the no-wrap rule comes last in the head, after
+    # nbconvert's own (pre-wrap) style of output text
+    from jitterlab.reproduce import _NO_WRAP_STYLE
+    head = html.split("</head>", 1)[0]
+    assert head.rstrip().endswith(_NO_WRAP_STYLE) and "pre-wrap" in head
 
 
 def test_reproduce_extracts_figure(reproduced):
