@@ -75,25 +75,26 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def _code_cells(path: Path) -> list[str]:
+    """The sources of a notebook's code cells."""
+    return ["".join(cell["source"]) for cell in json.loads(path.read_text())["cells"]
+            if cell["cell_type"] == "code"]
+
+
 def draws_figures(path: Path) -> bool:
     """True for a notebook whose code shows a matplotlib figure or the explorer."""
-    code = "\n".join("".join(cell["source"]) for cell in json.loads(path.read_text())["cells"]
-                     if cell["cell_type"] == "code")
-    return bool(re.search(r"plt\.show\(|\.explore\(", code))
+    return bool(re.search(r"plt\.show\(|\.explore\(", "\n".join(_code_cells(path))))
 
 
 def uses_explorer(path: Path) -> bool:
-    code = "\n".join("".join(cell["source"]) for cell in json.loads(path.read_text())["cells"]
-                     if cell["cell_type"] == "code")
-    return ".explore(" in code
+    return ".explore(" in "\n".join(_code_cells(path))
 
 
 def shows_sweep_progress(path: Path) -> bool:
     """True for a notebook with a cell that runs :func:`jitterlab.sweep` with its progress
     bar (a tqdm widget in JupyterLab)."""
-    return any("jl.sweep(" in "".join(cell["source"])
-               and "progress=False" not in "".join(cell["source"])
-               for cell in json.loads(path.read_text())["cells"] if cell["cell_type"] == "code")
+    return any("jl.sweep(" in code and "progress=False" not in code
+               for code in _code_cells(path))
 
 
 # --------------------------------------------------------------------------------------
