@@ -42,9 +42,24 @@ from .maxofn import (
 )
 from .noise import Discrete, Empirical, NoiseModel
 from .noise._base import check_positive, check_probability
+from .verdict import (
+    CalibrationOverlapError,
+    Consistent,
+    InInterval,
+    Prediction,
+    Reference,
+    RelativeDifference,
+    SameSignAndOrder,
+    Verdict,
+    VerdictTable,
+    WithinBound,
+    verdict,
+)
 
-__all__ = ["MaxOfN", "anomaly_detection_power", "batch_means_factor", "check_independence",
-           "compare", "find_anomalies", "robust_z_scores"]
+__all__ = ["CalibrationOverlapError", "Consistent", "InInterval", "MaxOfN", "Prediction",
+           "Reference", "RelativeDifference", "SameSignAndOrder", "Verdict", "VerdictTable",
+           "WithinBound", "anomaly_detection_power", "batch_means_factor", "check_independence",
+           "compare", "find_anomalies", "robust_z_scores", "verdict"]
 
 #: 1/Φ⁻¹(3/4): makes the median absolute deviation estimate a normal standard deviation
 MAD_TO_SD = 1.482602218505602
