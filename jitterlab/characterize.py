@@ -28,9 +28,10 @@ import numpy as np
 import pandas as pd
 from scipy import fft, optimize, stats
 
+from .stationarity import stationarity
 from .trace import Trace
 
-__all__ = ["summarize", "find_periodic_sources", "label_events"]
+__all__ = ["summarize", "find_periodic_sources", "label_events", "stationarity"]
 
 #: quantile levels of the detours reported by :func:`summarize`
 SUMMARY_QUANTILES = {"p50_jitter": 0.5, "p90_jitter": 0.9, "p99_jitter": 0.99,

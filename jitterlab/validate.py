@@ -42,6 +42,7 @@ from .maxofn import (
 )
 from .noise import Discrete, Empirical, NoiseModel
 from .noise._base import check_positive, check_probability
+from .stationarity import stationarity as stationarity  # issue #18 §4, also jl.characterize
 from .verdict import (
     CalibrationOverlapError,
     Consistent,
