@@ -123,7 +123,8 @@ def _depth_term(n_values: np.ndarray, fanout: int, depth: str) -> np.ndarray:
     raise ValueError(f"depth must be 'tree' or 'paper', got {depth!r}")
 
 
-def theorem1_bounds(dist, n=None, tau: float = 0.0, fanout: int = 2, method: str = "exact",
+def theorem1_bounds(dist, n=None, tau: float | None = None, fanout: int | None = None,
+                    method: str = "exact",
                     quantiles: Sequence[float] = DEFAULT_QUANTILES, depth: str = "tree",
                     barrier=None, **max_of_n_kwargs) -> xr.Dataset:
     """Lower and upper bounds on the iteration time θ (Garg & De, Theorem 1).
@@ -134,11 +135,12 @@ def theorem1_bounds(dist, n=None, tau: float = 0.0, fanout: int = 2, method: str
         Law of w + δ (for example ``noise + w``), or one per process.
     n : int or sequence of int
         Numbers of processes N. [-]
-    tau : float
+    tau : float, optional
         One-hop latency τ of a tree edge (for a simulated :class:`jitterlab.TreeBarrier`,
-        its ``tau``). [s]
-    fanout : int
-        Children per node of the barrier tree. [-]
+        its ``tau``); 0 when neither it nor ``barrier`` is given. [s]
+    fanout : int, optional
+        Children per node of the barrier tree; 2 when neither it nor ``barrier`` is
+        given. [-]
     method, quantiles, **max_of_n_kwargs
         Passed to :func:`jitterlab.max_of_n`.
     depth : {"tree", "paper"}
@@ -150,7 +152,8 @@ def theorem1_bounds(dist, n=None, tau: float = 0.0, fanout: int = 2, method: str
         :class:`jitterlab.TreeBarrier` gives its ``tau`` and ``fanout``; a round-based
         collective gives its critical path, rounds(N) × (send + wire + recv) — the same
         argument as Theorem 1's: once the last process has entered, every round takes
-        at most one noiseless hop.
+        at most one noiseless hop. Give either ``barrier`` or ``tau``/``fanout``, not
+        both.
 
     Returns
     -------
@@ -175,6 +178,11 @@ def theorem1_bounds(dist, n=None, tau: float = 0.0, fanout: int = 2, method: str
     from .simulate import TreeBarrier
 
     rounds = None
+    if barrier is not None and (tau is not None or fanout is not None):
+        given = " and ".join(name for name, value in (("tau", tau), ("fanout", fanout))
+                             if value is not None)
+        raise ValueError(f"theorem1_bounds: give barrier or {given}, not both — the barrier "
+                         "already fixes the latency term")
     if isinstance(barrier, TreeBarrier):
         tau, fanout = barrier.tau, barrier.fanout
     elif isinstance(barrier, _RoundCollective):
@@ -182,8 +190,8 @@ def theorem1_bounds(dist, n=None, tau: float = 0.0, fanout: int = 2, method: str
     elif barrier is not None:
         raise TypeError(f"barrier must be a jl.TreeBarrier, jl.Dissemination or "
                         f"jl.RecursiveDoubling, got {type(barrier).__name__}")
-    tau = check_positive("tau", tau, allow_zero=True)
-    fanout = _check_fanout(fanout)
+    tau = check_positive("tau", 0.0 if tau is None else tau, allow_zero=True)
+    fanout = _check_fanout(2 if fanout is None else fanout)
     ds = max_of_n(dist, n=n, method=method, quantiles=quantiles, **max_of_n_kwargs)
     depths = _depth_term(ds["n"].values, fanout, depth)
     if rounds is None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _collkernels
+from ._checks import check_integer
 from .message import Message
 
 __all__ = ["Dissemination", "RecursiveDoubling"]
@@ -32,8 +33,8 @@ class _RoundCollective:
             raise TypeError(f"message must be a jl.Message, got {type(self.message).__name__}")
 
     def rounds(self, n: int) -> int:
-        """Rounds on n tasks. [-]"""
-        return int(_collkernels.round_count(self._kind, int(n)))
+        """Rounds on n tasks (n >= 1). [-]"""
+        return int(_collkernels.round_count(self._kind, check_integer("n", n, minimum=1)))
 
     def hop(self) -> float:
         """Noiseless time of one round: send + wire time + receive. [s]"""

@@ -448,6 +448,17 @@ def against_simulation(trace, n: int, work: float, phases: int, barrier=None,
             "opaque_error": opaque / truth - 1.0 if truth > 0 else math.nan}
 
 
+def _whole_column(frame: pd.DataFrame, name: str) -> np.ndarray:
+    """A column of whole numbers as int64, or a ValueError naming the first bad row."""
+    values = pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=float)
+    bad = ~np.isfinite(values) | (values != np.floor(values))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"interruption {i}: {name} must be a whole number, got "
+                         f"{frame[name].iat[i]}")
+    return values.astype(np.int64)
+
+
 def split_noise(events: EventTrace, interruptions: pd.DataFrame, source: str = "source"
                 ) -> EventTrace:
     """The event trace with its noise split by source, from the interruptions behind it.
@@ -482,8 +493,13 @@ def split_noise(events: EventTrace, interruptions: pd.DataFrame, source: str = "
         raise ValueError(f"interruptions lack the columns {missing}")
     data = events.data
     offsets = events.rank_offsets()
-    rank = interruptions["rank"].to_numpy(dtype=np.int64)
-    seq = interruptions["seq"].to_numpy(dtype=np.int64)
+    rank, seq = (_whole_column(interruptions, name) for name in ("rank", "seq"))
+    durations = pd.to_numeric(interruptions["duration"], errors="coerce").to_numpy(dtype=float)
+    bad_duration = ~np.isfinite(durations) | (durations < 0)
+    if bad_duration.any():
+        i = int(np.flatnonzero(bad_duration)[0])
+        raise ValueError(f"interruption {i}: duration must be a finite number >= 0 [s], got "
+                         f"{interruptions['duration'].iat[i]}")
     bad = (rank < 0) | (rank >= events.n_ranks)
     row = np.where(bad, 0, offsets[np.clip(rank, 0, events.n_ranks - 1)] + seq)
     bad |= (seq < 0) | (row >= offsets[np.clip(rank, 0, events.n_ranks - 1) + 1])
@@ -492,12 +508,21 @@ def split_noise(events: EventTrace, interruptions: pd.DataFrame, source: str = "
         raise ValueError(f"interruption {i} falls in rank {rank[i]}, interval seq {seq[i]}, "
                          f"which the event trace does not have")
     combined = events.noise("combined")
-    names = pd.Series(interruptions[source].astype(str).str.replace(" ", "_").to_numpy())
+    originals = interruptions[source].astype(str)
+    names = pd.Series(originals.str.replace(" ", "_").to_numpy())
+    for name, group in pd.Series(originals.to_numpy()).groupby(names.to_numpy()):
+        distinct = sorted(group.unique())
+        if len(distinct) > 1:
+            raise ValueError(f"the sources {distinct} would share the column noise_{name}: "
+                             "rename one of them")
+        if name == "combined":
+            raise ValueError("a source may not be named 'combined': noise_combined is the "
+                             "total of all sources")
     columns = {"noise_combined": combined}
     total = np.zeros(len(data))
     for name in sorted(names.unique()):
         chosen = (names == name).to_numpy()
-        values = np.bincount(row[chosen], weights=interruptions["duration"].to_numpy()[chosen],
+        values = np.bincount(row[chosen], weights=durations[chosen],
                              minlength=len(data))
         columns[f"noise_{name}"] = values
         total += values

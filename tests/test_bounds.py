@@ -195,3 +195,11 @@ def test_negative_work_that_makes_times_negative_is_refused():
     assert moved.lower == pytest.approx(0.5e-3)
     with pytest.raises(ValueError, match="shift must be finite"):
         Exponential(mean=1e-5) + float("nan")
+
+
+@pytest.mark.parametrize("extra", [{"tau": 5e-6}, {"fanout": 4}, {"tau": 0.0}])
+def test_a_barrier_and_tau_or_fanout_together_are_refused(extra):
+    # the barrier fixes the latency term; a tau beside it used to be dropped without a word
+    law = jl.noise.Exponential(mean=1e-5) + 1e-3
+    with pytest.raises(ValueError, match="give barrier or"):
+        jl.theorem1_bounds(law, n=7, barrier=jl.TreeBarrier(), **extra)

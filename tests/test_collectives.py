@@ -157,3 +157,15 @@ def test_theorem1_analogue_for_each_collective_holds_the_simulated_mean():
     assert int(jl.theorem1_bounds(law, n=1000, barrier=jl.Dissemination(LOGGP))["depth"][0]) == 10
     with pytest.raises(TypeError, match="barrier"):
         jl.theorem1_bounds(law, n=8, barrier="tree")
+
+
+@pytest.mark.parametrize("collective", [jl.Dissemination(), jl.RecursiveDoubling()],
+                         ids=["dissemination", "recursive doubling"])
+@pytest.mark.parametrize(("n", "error"), [(0, ValueError), (-5, ValueError), (2.7, ValueError),
+                                          (True, TypeError), ("8", TypeError)])
+def test_rounds_and_noiseless_time_refuse_a_bad_task_count(collective, n, error):
+    # rounds(-5), rounds(2.7) and noiseless_time(0) used to answer
+    with pytest.raises(error, match="^n must"):
+        collective.rounds(n)
+    with pytest.raises(error, match="^n must"):
+        collective.noiseless_time(n)

@@ -436,3 +436,27 @@ def test_split_noise_by_the_interruptions_behind_it():
         jl.estimate.split_noise(trace, wrong)
     with pytest.raises(ValueError, match="lack the columns"):
         jl.estimate.split_noise(trace, interruptions.drop(columns="source"))
+
+
+def test_split_noise_refuses_what_it_would_misread():
+    trace = random_events(5, n_ranks=3, steps=12, sources=("combined",))
+    data = trace.data
+    noisy = np.flatnonzero(trace.noise("combined") > 0)
+    noise = trace.noise("combined")[noisy]
+    interruptions = pd.DataFrame({
+        "rank": np.repeat(data["rank"].to_numpy()[noisy], 2),
+        "seq": np.repeat(data["seq"].to_numpy()[noisy], 2),
+        "duration": np.column_stack([0.3 * noise, 0.7 * noise]).ravel(),
+        "source": np.tile(["a b", "a_b"], noisy.size)})
+    # "a b" and "a_b" would both become noise_a_b and be merged into one source
+    with pytest.raises(ValueError, match="would share the column noise_a_b"):
+        jl.estimate.split_noise(trace, interruptions)
+    named = interruptions.assign(source=np.tile(["tick", "other"], noisy.size))
+    # a fractional interval number used to be truncated to the interval before it
+    with pytest.raises(ValueError, match="seq must be a whole number, got 1.5"):
+        jl.estimate.split_noise(trace, named.assign(seq=named["seq"].astype(float).where(
+            np.arange(len(named)) != 0, 1.5)))
+    with pytest.raises(ValueError, match="duration must be a finite number >= 0"):
+        jl.estimate.split_noise(trace, named.assign(duration=-named["duration"]))
+    with pytest.raises(ValueError, match="may not be named 'combined'"):
+        jl.estimate.split_noise(trace, named.assign(source="combined"))
