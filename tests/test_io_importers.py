@@ -16,6 +16,7 @@ from jitterlab.io import (
     read_sysjitter_summary,
     read_trace,
 )
+from jitterlab.io.sysjitter import page_first_rows, read_buffer_layout
 from jitterlab.noise import Empirical
 
 DATA = Path(__file__).parent / "data"
@@ -142,6 +143,77 @@ def test_sorted_raw_layout_gives_the_same_events(tmp_path):
     assert back.attrs["sorted"] is True
     np.testing.assert_array_equal(back.jitter, reference.jitter)
     np.testing.assert_array_equal(back.gap, reference.gap)
+
+
+
+# sysjitter page-first rows (the first store into a page of its buffer that was not resident)
+def shim_line(size, offset, pages, absent):
+    ranges = "".join(f" {a}-{b}" for a, b in absent)
+    n_absent = sum(b - a + 1 for a, b in absent)
+    return (f"mincore_shim: bytes {size} address 0x7f0000000{offset:03x} offset_in_page "
+            f"{offset} page_size 4096 pages {pages} absent{ranges} n_absent {n_absent}")
+
+
+def test_page_first_rows_follow_the_buffer_layout():
+    # a buffer 2928 bytes into its page: page p >= 1 starts at record (4096 p - 2928) / 16
+    rows = page_first_rows(9000, 2928, [(34, 36)])
+    assert rows.tolist() == [8521, 8777]
+    assert all((r * 16 + 2928) % 4096 == 0 for r in rows)
+    assert page_first_rows(600, 0, [(0, 2), (5, 5)]).tolist() == [0, 256, 512]
+    assert page_first_rows(100, 2928, []).size == 0
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"offset_in_page": 8}, "multiple of record_bytes"),
+    ({"offset_in_page": 4096}, "below page_size"),
+    ({"absent_pages": [(3, 2)]}, "first <= last"),
+    ({"n_rows": -1}, "n_rows must be a whole number"),
+])
+def test_page_first_rows_refuse_bad_layouts(options, message):
+    arguments = {"n_rows": 100, "offset_in_page": 16, "absent_pages": [(1, 2)], **options}
+    with pytest.raises(ValueError, match=message):
+        page_first_rows(**arguments)
+
+
+def test_sysjitter_reader_flags_page_first_rows(tmp_path):
+    # the sizing run's buffer first, then the measuring one: the last line counts
+    shim = write(tmp_path / "shim.txt", [shim_line(16000000, 16, 3907, [(1, 3906)]),
+                                         shim_line(40000, 2928, 11, [(3, 6), (8, 8), (9, 10)])])
+    plain = read_trace(EXCERPT, format="sysjitter")
+    flagged = read_trace(EXCERPT, format="sysjitter", buffer=shim)
+    # page 9 starts at row 2121, beyond the excerpt's 2000 rows
+    expected = [(4096 * p - 2928) // 16 for p in (3, 4, 5, 6, 8)]
+    assert flagged.attrs["page_first_rows"] == expected
+    assert flagged.attrs["buffer"] == read_buffer_layout(shim)
+    assert flagged.attrs["buffer"]["absent_pages"] == [[3, 6], [8, 8], [9, 10]]
+    np.testing.assert_array_equal(flagged.jitter, plain.jitter)
+    assert "page_first_rows" not in plain.attrs
+    # the rows come back as the file's rows: the excerpt's durations on those lines
+    durations = raw_columns(header_and_rows(excerpt_lines())[1])[:, 2]
+    cycles = read_trace(EXCERPT, format="sysjitter", unit="cycles", buffer=shim)
+    np.testing.assert_array_equal(cycles.jitter[expected], durations[expected])
+
+
+def test_sysjitter_reader_refuses_a_layout_that_cannot_apply(tmp_path):
+    small = write(tmp_path / "small.txt", [shim_line(16 * 1999, 2928, 9, [(1, 8)])])
+    with pytest.raises(ValueError, match="2000 rows of 16 bytes do not fit"):
+        read_trace(EXCERPT, format="sysjitter", buffer=small)
+    empty = write(tmp_path / "empty.txt", ["no shim output here"])
+    with pytest.raises(ValueError, match="no 'mincore_shim:' line"):
+        read_trace(EXCERPT, format="sysjitter", buffer=empty)
+    broken = write(tmp_path / "broken.txt", [shim_line(40000, 2928, 11, [(3, 6)])
+                                             .replace("n_absent 4", "n_absent 5")])
+    with pytest.raises(ValueError, match="add up to 4 pages"):
+        read_buffer_layout(broken)
+    header, rows = header_and_rows(excerpt_lines())
+    columns = raw_columns(rows)
+    titles = ["#      Timestamp   <== interruption =>", "#         (nsec)   (cycles)     (nsec)"]
+    sorted_file = write(tmp_path / "sorted.1", [*header[:-2], *titles, *(
+        f"{c[0]:16d} {c[2]:10d} {c[3]:10d}" for c in columns[np.argsort(columns[:, 2])])])
+    layout = {"bytes": 40000, "offset_in_page": 2928, "page_size": 4096,
+              "absent_pages": [[3, 6]]}
+    with pytest.raises(ValueError, match="written with --sort"):
+        read_trace(sorted_file, format="sysjitter", buffer=layout)
 
 
 def test_sysjitter_summary():

@@ -16,6 +16,16 @@ The timestamp is the TSC read that *ends* the interruption, in nanoseconds since
 start of the run; delta is the time since the previous row's timestamp. With
 ``--sort`` the rows are sorted by duration and the delta column is absent.
 
+**Page-first rows.** sysjitter keeps the interruptions in one array of 16-byte records
+(256 to a 4 KiB page) that its source clears before the timed loop; when the compiler turns
+the ``malloc`` + ``memset`` into one ``calloc`` (GCC 12 at ``-O2``), pages that are fresh
+from the kernel stay unmapped, and the loop itself faults each one in when it stores the
+page's first record: that row then carries the fault's time, not noise. Which rows those
+are follows from where the buffer starts in its page and which of its pages were resident
+when the loop started; neither is in the raw file. ``data/sysjitter_mincore_shim.c`` (an
+``LD_PRELOAD`` helper) prints both, and ``read(path, buffer=<its output>)`` flags the
+rows (:func:`page_first_rows`, :func:`read_buffer_layout`).
+
 **Summary** (what sysjitter prints): ``key: value`` lines (``core_i``,
 ``threshold(ns)``, ``cpu_mhz``, ``runtime(ns)``, ``int_n``, ``int_median(ns)``, ...),
 one value per measured core. It holds statistics, not events, so it is not a trace:
@@ -37,13 +47,20 @@ import pandas as pd
 from ..trace import OVERLAP_RULES, UNITS, OverlapError, Trace, absolute_to_rows
 from . import _common
 
-__all__ = ["read", "read_summary", "SUMMARY_KEYS", "looks_like_raw", "looks_like_summary"]
+__all__ = ["read", "read_summary", "read_buffer_layout", "page_first_rows", "SUMMARY_KEYS",
+           "RECORD_BYTES", "looks_like_raw", "looks_like_summary"]
+
+#: size of one sysjitter interruption record (TSC stamp and cycle count, two uint64) [bytes]
+RECORD_BYTES = 16
 
 _EXPECTED_RAW = "<timestamp ns> <delta us> <duration cycles> <duration ns>"
 _EXPECTED_SORTED = "<timestamp ns> <duration cycles> <duration ns>"
 _HEADER_LINE = re.compile(r"#\s*([A-Za-z_]\w*)\s*:\s*(.*?)\s*\Z")
 _SUMMARY_LINE = re.compile(r"\s*([A-Za-z_][\w%()]*)\s*:\s*(.*?)\s*\Z")
 _NUMBER_UNIT = re.compile(r"([-+0-9.eE]+)\s*(\S*)\Z")
+_SHIM_LINE = re.compile(
+    r"mincore_shim: bytes (\d+) address (\S+) offset_in_page (\d+) page_size (\d+) "
+    r"pages (\d+) absent((?: \d+-\d+)*) n_absent (\d+)\s*\Z")
 
 #: sysjitter summary key -> (name in the Series, divisor to SI, unit). The names follow
 #: :meth:`jitterlab.Trace.stats`, so a summary and the stats of the raw trace line up.
@@ -175,7 +192,126 @@ def _end_cycles(timestamp_ns, duration_cycles, mhz: int, runtime: int) -> np.nda
     return np.maximum(end, low)
 
 
-def read(path, unit: str = "s", overlap: str = "raise") -> Trace:
+def page_first_rows(n_rows: int, offset_in_page: int, absent_pages,
+                    page_size: int = 4096, record_bytes: int = RECORD_BYTES) -> np.ndarray:
+    """Rows of a sysjitter raw file whose record is the first one stored in a page of the
+    buffer that was not resident when the timed loop started.
+
+    Parameters
+    ----------
+    n_rows : int
+        Number of rows (interruptions) in the file, in the order the loop stored them.
+    offset_in_page : int
+        Where the buffer starts in its page [bytes]; a multiple of ``record_bytes``.
+    absent_pages : iterable of (int, int)
+        Inclusive ranges of page numbers that were not resident; page 0 is the page that
+        holds the buffer's first byte.
+    page_size : int, default 4096
+        [bytes]
+    record_bytes : int, default 16
+        Size of one record [bytes].
+
+    Returns
+    -------
+    numpy.ndarray
+        Sorted row indices (int64) below ``n_rows``: row ``(p·page_size −
+        offset_in_page) / record_bytes`` for each absent page p ≥ 1, and row 0 if page 0
+        was absent.
+
+    Notes
+    -----
+    The loop stores the TSC into the current record on every iteration, so the first
+    store into a new page comes right after the previous row was recorded; the fault's
+    time is the next gap the loop measures, which is normally this row. When the faulting
+    iteration itself already exceeded the threshold (the page walk before the fault), it
+    becomes this row and the fault's time lands on the next row: to exclude the faults,
+    exclude both (``rows`` and ``rows + 1``).
+
+    Examples
+    --------
+    A buffer 2928 bytes into its page, pages 34 to 36 absent, 9000 rows:
+
+    >>> page_first_rows(9000, 2928, [(34, 36)]).tolist()
+    [8521, 8777]
+    """
+    for name, value in (("n_rows", n_rows), ("offset_in_page", offset_in_page),
+                        ("page_size", page_size), ("record_bytes", record_bytes)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+            raise ValueError(f"page_first_rows: {name} must be a whole number >= 0, got "
+                             f"{value!r}")
+    if record_bytes == 0 or page_size % record_bytes:
+        raise ValueError(f"page_first_rows: page_size ({page_size}) must be a positive "
+                         f"multiple of record_bytes ({record_bytes})")
+    if offset_in_page >= page_size or offset_in_page % record_bytes:
+        raise ValueError(f"page_first_rows: offset_in_page must be a multiple of "
+                         f"record_bytes ({record_bytes}) below page_size ({page_size}), got "
+                         f"{offset_in_page} (records would straddle pages)")
+    rows = []
+    for pair in absent_pages:
+        first, last = (int(v) for v in pair)
+        if first < 0 or last < first:
+            raise ValueError(f"page_first_rows: an absent page range must be (first, last) "
+                             f"with 0 <= first <= last, got {tuple(pair)!r}")
+        pages = np.arange(first, last + 1, dtype=np.int64)
+        rows.append(np.where(pages == 0, 0,
+                             (pages * page_size - offset_in_page) // record_bytes))
+    if not rows:
+        return np.zeros(0, dtype=np.int64)
+    rows = np.unique(np.concatenate(rows))
+    return rows[rows < n_rows]
+
+
+def read_buffer_layout(path) -> dict:
+    """Read what ``data/sysjitter_mincore_shim.c`` printed for the measuring buffer.
+
+    The helper (loaded with ``LD_PRELOAD`` into sysjitter, its stderr saved to a file)
+    prints one ``mincore_shim:`` line per ``calloc`` of 64 KiB or more; sysjitter first
+    sizes its buffer with a 1 s run, so the *last* line describes the buffer of the
+    measurement.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The saved stderr of sysjitter run with the helper.
+
+    Returns
+    -------
+    dict
+        ``bytes`` (buffer size), ``offset_in_page`` [bytes], ``page_size`` [bytes],
+        ``pages`` and ``absent_pages`` (inclusive ranges ``[first, last]`` of the pages
+        not resident after ``calloc``; page 0 holds the first byte).
+
+    Raises
+    ------
+    ValueError
+        When the file holds no ``mincore_shim:`` line, or a malformed one.
+    """
+    name = Path(path).name
+    layout = None
+    for number, line in enumerate(_common.read_lines(path), start=1):
+        if not line.startswith("mincore_shim:"):
+            continue
+        match = _SHIM_LINE.match(line.strip())
+        if match is None:
+            raise ValueError(f"{name} line {number}: expected 'mincore_shim: bytes <n> address "
+                             f"<p> offset_in_page <n> page_size <n> pages <n> absent "
+                             f"[<a>-<b> ...] n_absent <n>', got {line.strip()!r}")
+        size, _, offset, page, pages, ranges, n_absent = match.groups()
+        absent = [[int(a), int(b)] for a, b in
+                  (item.split("-") for item in ranges.split())]
+        if sum(b - a + 1 for a, b in absent) != int(n_absent):
+            raise ValueError(f"{name} line {number}: the absent page ranges add up to "
+                             f"{sum(b - a + 1 for a, b in absent)} pages, the line says "
+                             f"n_absent {n_absent}")
+        layout = {"bytes": int(size), "offset_in_page": int(offset), "page_size": int(page),
+                  "pages": int(pages), "absent_pages": absent}
+    if layout is None:
+        raise ValueError(f"{name}: no 'mincore_shim:' line; expected the stderr of sysjitter "
+                         "run with LD_PRELOAD=<data/sysjitter_mincore_shim.c built as .so>")
+    return layout
+
+
+def read(path, unit: str = "s", overlap: str = "raise", buffer=None) -> Trace:
     """Read a sysjitter raw file (``PREFIX.<core>`` of ``sysjitter --raw PREFIX``).
 
     Parameters
@@ -191,6 +327,13 @@ def read(path, unit: str = "s", overlap: str = "raise") -> Trace:
         What to do with interruptions that overlap after the reconstruction described
         in the Notes (none in files written by sysjitter); see
         :meth:`Trace.from_absolute`.
+    buffer : str, path-like or dict, optional
+        Where sysjitter's buffer lay in memory: the saved output of
+        ``data/sysjitter_mincore_shim.c`` (see :func:`read_buffer_layout`) or that dict.
+        With it, ``attrs["page_first_rows"]`` lists the rows that first stored into a page
+        that was not resident (:func:`page_first_rows`) and ``attrs["buffer"]`` holds the
+        layout. Not for files written with ``--sort`` (their rows are no longer in the
+        order the loop stored them).
 
     Returns
     -------
@@ -317,8 +460,29 @@ def read(path, unit: str = "s", overlap: str = "raise") -> Trace:
         "file": name,
         "offset": start_0 / frequency_hz,
     }
+    if buffer is not None:
+        attrs.update(_page_attrs(name, buffer, n_expected, columns))
     trace = _common.make_trace(name, jitter, gap, "cycles", frequency_hz, attrs)
     return trace if unit == "cycles" else trace.to_seconds()
+
+
+def _page_attrs(name: str, buffer, n_rows: int, columns: int) -> dict:
+    if columns == 3:
+        raise ValueError(f"{name} was written with --sort: its rows are sorted by duration, "
+                         "not in the order the loop stored them, so page-first rows cannot be "
+                         "told; record without --sort")
+    layout = dict(buffer) if isinstance(buffer, dict) else read_buffer_layout(buffer)
+    missing = {"bytes", "offset_in_page", "page_size", "absent_pages"} - set(layout)
+    if missing:
+        raise ValueError(f"buffer: missing {', '.join(sorted(missing))} (expected the dict "
+                         "of read_buffer_layout)")
+    if n_rows * RECORD_BYTES > layout["bytes"]:
+        raise ValueError(f"{name}: {n_rows} rows of {RECORD_BYTES} bytes do not fit the "
+                         f"buffer of {layout['bytes']} bytes; is the buffer layout from "
+                         "another run?")
+    rows = page_first_rows(n_rows, layout["offset_in_page"], layout["absent_pages"],
+                           layout["page_size"])
+    return {"page_first_rows": rows.tolist(), "buffer": layout}
 
 
 # --------------------------------------------------------------------------------------
