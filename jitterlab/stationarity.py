@@ -6,7 +6,8 @@ compared only if the machine did not change between them. :func:`stationarity` c
 recording into equal time windows, reports the detour rate, noise fraction and detour-size
 quantiles of each window, tests whether the rate and the size distribution are the same in
 every window (p-values that allow for short-range dependence between detours), and locates
-change points by binary segmentation.
+change points by binary segmentation. :func:`check_recordings` runs it on every
+recording shipped in ``data/measured/`` (``python -m jitterlab.stationarity``).
 
 The method (details in :func:`stationarity`, Notes): per window ``k`` a total ``X_k``
 (the number of detours, or the sum of the centred ranks of the detour sizes); the CUSUM
@@ -31,18 +32,22 @@ References
 
 from __future__ import annotations
 
+import argparse
 import functools
 import math
+import sys
 import warnings
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 from scipy import stats
 
 from ._checks import check_integer, check_positive
 from .trace import Trace
 
-__all__ = ["stationarity", "cusum_p_value"]
+__all__ = ["stationarity", "cusum_p_value", "recording_series", "check_recordings",
+           "STATIONARITY_COLUMNS", "STATIONARITY_COMMAND", "STATIONARITY_TABLE"]
 
 #: default number of windows when ``window`` is not given
 DEFAULT_WINDOWS = 20
@@ -54,16 +59,18 @@ SIZE_QUANTILES = (0.5, 0.9, 0.99)
 NULL_DRAWS = 50_000
 NULL_SEED = 20261125
 
-#: columns of :func:`check_recordings` (and of ``data/measured/stationarity.csv``)
+#: columns of :func:`check_recordings` (and of ``data/stationarity.csv``)
 STATIONARITY_COLUMNS = ("file", "kind", "series", "collected_at", "duration_s", "windows",
-                        "window_s", "events", "rate_p_value", "size_p_value",
-                        "rate_independent_p_value", "size_independent_p_value",
-                        "rate_change_points_s", "size_change_points_s", "rate_ratio",
-                        "verdict")
+                        "window_s", "events", "event_rate_per_s", "rate_p_value",
+                        "size_p_value", "rate_independent_p_value",
+                        "size_independent_p_value", "rate_change_points_s",
+                        "size_change_points_s", "segment_rate_ratio", "verdict")
 
-#: the command that writes ``data/measured/stationarity.csv``
-STATIONARITY_COMMAND = ("python -m jitterlab.stationarity --output "
-                        "data/measured/stationarity.csv")
+#: the shipped table of :func:`check_recordings`, in ``DATA_DIR`` (derived from
+#: ``data/measured/``, which holds only what ``data/record_measurements.py`` records)
+STATIONARITY_TABLE = "stationarity.csv"
+#: the command that writes it
+STATIONARITY_COMMAND = "python -m jitterlab.stationarity --output data/stationarity.csv"
 
 
 # --------------------------------------------------------------------------------------
@@ -164,10 +171,12 @@ def _cusum(totals: np.ndarray, variance: float) -> tuple[float, int, np.ndarray]
     return float(abs(standardized[where])), where, standardized
 
 
-def _segment(totals: np.ndarray, variance: float, alpha: float, max_points: int,
-             min_windows: int) -> list[tuple[int, float]]:
+def _segment(totals: np.ndarray, variance: float, level: float, max_points: int,
+             min_windows: int, overall_p_value: float) -> list[tuple[int, float]]:
     """Binary segmentation: split a segment at its CUSUM maximum while the split's p-value
-    is below ``alpha`` (most significant split first); returns (split index, p)."""
+    is below ``level`` (most significant split first); returns (split index, p). The
+    whole series' split carries the overall test's p-value, so there are change points
+    exactly when that test rejects; shorter segments use the null law with σ known."""
     segments = [(0, totals.size)]
     points: list[tuple[int, float]] = []
     while len(points) < max_points:
@@ -175,19 +184,17 @@ def _segment(totals: np.ndarray, variance: float, alpha: float, max_points: int,
         for first, stop in segments:
             if stop - first < 2 * min_windows:
                 continue
-            statistic, where, _ = _cusum(totals[first:stop], variance)
-            split = first + where + 1
-            if split - first < min_windows or stop - split < min_windows:
-                # the maximum sits too near an end: take the best admissible split
-                path = np.abs(np.cumsum(totals[first:stop] - totals[first:stop].mean()))
-                admissible = np.arange(min_windows, stop - first - min_windows + 1)
-                where = int(admissible[np.argmax(path[admissible - 1])]) - 1
-                statistic = float(path[where] / math.sqrt(variance * (stop - first)))
-                split = first + where + 1
-            p_value = cusum_p_value(statistic, stop - first)
+            path = np.abs(np.cumsum(totals[first:stop] - totals[first:stop].mean()))
+            admissible = np.arange(min_windows, stop - first - min_windows + 1)
+            split = first + int(admissible[np.argmax(path[admissible - 1])])
+            statistic = float(path[split - first - 1] / math.sqrt(variance * (stop - first)))
+            if (first, stop) == (0, totals.size):
+                p_value = overall_p_value
+            else:
+                p_value = cusum_p_value(statistic, stop - first)
             if best is None or p_value < best[2]:
                 best = (first, stop, p_value, split)
-        if best is None or best[2] >= alpha:
+        if best is None or best[2] >= level:
             break
         first, stop, p_value, split = best
         segments.remove((first, stop))
@@ -196,7 +203,7 @@ def _segment(totals: np.ndarray, variance: float, alpha: float, max_points: int,
     return sorted(points)
 
 
-def _window_test(sub_totals: np.ndarray, residuals: np.ndarray, lags: int, alpha: float,
+def _window_test(sub_totals: np.ndarray, residuals: np.ndarray, lags: int, level: float,
                  max_points: int, min_windows: int) -> dict:
     """CUSUM test and change points of window totals, from (K, m) sub-window totals and
     their residuals inside each window."""
@@ -206,8 +213,8 @@ def _window_test(sub_totals: np.ndarray, residuals: np.ndarray, lags: int, alpha
     statistic, _, path = _cusum(totals, variance)
     p_value = cusum_p_value(statistic, windows, per_window, lags) if variance > 0 else (
         1.0 if np.ptp(totals) == 0 else 0.0)
-    points = _segment(totals, variance, alpha, max_points, min_windows) if variance > 0 \
-        else []
+    points = _segment(totals, variance, level, max_points, min_windows, p_value) \
+        if variance > 0 else []
     return {"statistic": statistic, "p_value": p_value, "path": path,
             "variance": variance, "points": points}
 
@@ -267,7 +274,8 @@ def _samples_input(data, times, variable):
 # the check
 # --------------------------------------------------------------------------------------
 def stationarity(data, window: float | None = None, *, windows: int | None = None,
-                 times=None, variable: str | None = None, threshold: float | None = None,
+                 times=None, variable: str | None = None, duration: float | None = None,
+                 threshold: float | None = None,
                  exceed_quantile: float = 0.9, subwindows: int = 10, alpha: float = 0.05,
                  max_change_points: int = 5, min_segment: int = 2) -> xr.Dataset:
     """Detour rate and size per time window, homogeneity tests and change points.
@@ -276,7 +284,10 @@ def stationarity(data, window: float | None = None, *, windows: int | None = Non
     ----------
     data : Trace, array-like, jitterlab.noise.Empirical, xarray.DataArray or Dataset
         A detour trace (:class:`jitterlab.Trace`: each event is a detour, its length the
-        size), or measured times (FWQ quanta w + δ, iteration times θ; 1-D, or 2-D
+        size), a table of detours (pandas.DataFrame with columns ``start``, from the
+        recording's start, and ``duration``, e.g. the interruptions of
+        :func:`jitterlab.bench.read_bsp_interruptions`; several CPUs may overlap), or
+        measured times (FWQ quanta w + δ, iteration times θ; 1-D, or 2-D
         ``(series, sample)`` such as ``(rank, sample)``), or a Dataset with ``variable``.
         For measured times the size of a sample is its excess ``δ = t − min t`` and a
         detour is a sample whose excess is above ``threshold``. [s]
@@ -290,6 +301,10 @@ def stationarity(data, window: float | None = None, *, windows: int | None = Non
         taken back to back, each starting when the one before ended (per series). [s]
     variable : str, optional
         The variable of a Dataset holding the measured times.
+    duration : float, optional
+        Length of the recording, from its start (a table of detours: from 0; measured
+        times: from the first time stamp). Default: the end of the last detour or
+        sample. [s]
     threshold : float, optional
         Measured times only: the excess above which a sample counts as a detour.
         Default: the pooled ``exceed_quantile`` of the excess. [s]
@@ -299,8 +314,8 @@ def stationarity(data, window: float | None = None, *, windows: int | None = Non
         Sub-windows per window, from which the variance of a window's total is estimated
         (at least 4). [-]
     alpha : float, default 0.05
-        Level: of each change-point split, and of the verdict (family-wise over the rate
-        and size tests, Bonferroni: each at ``alpha / 2``). [-]
+        Family-wise level of the verdict over the rate and size tests (Bonferroni: each
+        test, and each change-point split, at ``alpha / 2``). [-]
     max_change_points : int, default 5
         At most this many change points per series. [-]
     min_segment : int, default 2
@@ -355,8 +370,12 @@ def stationarity(data, window: float | None = None, *, windows: int | None = Non
     The ``*_independent_p_value`` tests assume independent detours (a Poisson process;
     independent sizes): they are exact for such data, and reject stationary but bursty
     noise. Change points: binary segmentation on the window totals with the same ``σ``;
-    a split at the CUSUM maximum of a segment is kept while its p-value is below
-    ``alpha`` (the first split is the overall test), at most ``max_change_points``.
+    a split at the CUSUM maximum of a segment (at least ``min_segment`` windows from its
+    ends) is kept while its p-value is below ``alpha / 2``, at most ``max_change_points``.
+    The first split carries the overall test's p-value, so a series has change points
+    exactly when its test rejects; a shorter segment's p-value takes ``σ`` as known (it
+    comes from the whole recording). The splits are not corrected for their number: read
+    the second and later change points as indications.
 
     Examples
     --------
@@ -389,6 +408,25 @@ def stationarity(data, window: float | None = None, *, windows: int | None = Non
         sizes = np.asarray(seconds.jitter_seconds, dtype=float)
         size_times, start, span = event_times, 0.0, float(seconds.duration)
         samples_kind = False
+    elif isinstance(data, pd.DataFrame):
+        for name, value in (("times", times), ("variable", variable),
+                            ("threshold", threshold)):
+            if value is not None:
+                raise ValueError(f"{name}= applies to measured times, not to a table of "
+                                 "detours")
+        missing = [c for c in ("start", "duration") if c not in data.columns]
+        if missing:
+            raise ValueError(f"a table of detours needs the columns 'start' and "
+                             f"'duration' [s]; it lacks {missing}")
+        event_times = _as_float_array("start", data["start"].to_numpy())
+        sizes = _as_float_array("duration", data["duration"].to_numpy())
+        if np.any(event_times < 0) or np.any(sizes < 0):
+            raise ValueError("detour starts and durations must be >= 0")
+        order = np.argsort(event_times, kind="stable")
+        event_times, sizes = event_times[order], sizes[order]
+        size_times, start = event_times, 0.0
+        span = float(np.max(event_times + sizes)) if event_times.size else 0.0
+        samples_kind = False
     elif isinstance(data, str | bytes) or data is None:
         raise TypeError(f"data must be a jitterlab Trace or measured times [s], got "
                         f"{type(data).__name__}")
@@ -406,6 +444,15 @@ def stationarity(data, window: float | None = None, *, windows: int | None = Non
         start = float(stamps.min())
         span = float(np.max(stamps + values)) - start
         samples_kind = True
+    if duration is not None:
+        duration = check_positive("duration", duration)
+        if isinstance(data, Trace):
+            raise ValueError("duration= applies to a table of detours or measured times; "
+                             "a Trace has its own duration")
+        if duration < float(np.max(size_times)) - start:
+            raise ValueError(f"duration={duration!r} s ends before the last detour or "
+                             f"sample ({float(np.max(size_times)) - start!r} s)")
+        span = duration
     if event_times.size == 0:
         raise ValueError("the recording holds no detours: nothing to test")
     if not span > 0:
@@ -438,7 +485,7 @@ def stationarity(data, window: float | None = None, *, windows: int | None = Non
     rate_residuals = sub_counts - counts[:, None] / subwindows
     lags = min(subwindows // 2, int(4 * (count * subwindows / 100) ** (2 / 9)))
     lags = max(lags, 1)
-    rate = _window_test(sub_counts.astype(float), rate_residuals, lags, alpha,
+    rate = _window_test(sub_counts.astype(float), rate_residuals, lags, alpha / 2,
                         max_change_points, min_segment)
 
     # --- size: centred pooled ranks ------------------------------------------------
@@ -454,8 +501,8 @@ def stationarity(data, window: float | None = None, *, windows: int | None = Non
     window_mean = np.divide(window_sum, window_n, out=np.zeros(count), where=window_n > 0)
     size_residuals = (sub_sums - sub_n * np.repeat(window_mean, subwindows)).reshape(
         count, subwindows)
-    size = _window_test(sub_sums.reshape(count, subwindows), size_residuals, lags, alpha,
-                        max_change_points, min_segment)
+    size = _window_test(sub_sums.reshape(count, subwindows), size_residuals, lags,
+                        alpha / 2, max_change_points, min_segment)
 
     # --- tests that assume independent detours -----------------------------------
     if samples_kind:
@@ -536,3 +583,192 @@ def stationarity(data, window: float | None = None, *, windows: int | None = Non
                         "independent detours"),
     }
     return result
+
+
+# --------------------------------------------------------------------------------------
+# the shipped recordings
+# --------------------------------------------------------------------------------------
+#: fewest detours per window the runner aims for (a window total close to Gaussian)
+EVENTS_PER_WINDOW = 25
+
+
+def _windows_for(events: int) -> int:
+    """Windows for a recording of ``events`` detours: :data:`DEFAULT_WINDOWS`, fewer when
+    that would leave fewer than :data:`EVENTS_PER_WINDOW` detours per window."""
+    return int(min(DEFAULT_WINDOWS, max(MIN_WINDOWS, events // EVENTS_PER_WINDOW)))
+
+
+def recording_series(file: str) -> tuple[object, dict, str]:
+    """The series of a shipped recording that :func:`check_recordings` tests.
+
+    Parameters
+    ----------
+    file : str
+        A file of ``data/measured/`` (an index entry of
+        :func:`jitterlab.datasets.list_measurements`).
+
+    Returns
+    -------
+    tuple
+        ``(data, keywords, series)``: the input of :func:`stationarity`, its keyword
+        arguments, and a sentence saying which series it is and what is assumed. Detour
+        traces: every detour. FWQ: the quanta w + δ, back to back. Parallel Benchmark:
+        the iteration times θ of every rank (the first ``max_samples`` of each), placed
+        back to back per rank (the random waits of Algorithm 1 are not in θ, so the time
+        axis omits them). Latency: the empty barriers of every rank, back to back. BSP:
+        the interruptions of both ranks, pooled, over the run's measured duration.
+        The ROSS PHOLD table is not a time series of detours: :func:`check_recordings`
+        tests it with a Friedman test instead.
+
+    Raises
+    ------
+    ValueError
+        If ``file`` is not a shipped recording, or is the ROSS PHOLD table.
+    """
+    from . import datasets
+    from .bench import read_bsp_interruptions, read_fwq_samples, read_pb
+    from .bench.latency import read_latency
+    from .io import read_trace
+
+    table = datasets.list_measurements()
+    if file not in table.index:
+        raise ValueError(f"{file!r} is not a shipped recording; shipped: "
+                         f"{', '.join(table.index)}")
+    kind = table.loc[file, "kind"]
+    path = datasets.measurement_path(file)
+    if kind == "detour":
+        trace = read_trace(path)
+        return trace, {"windows": _windows_for(trace.n_events)}, "detours (every one)"
+    if kind == "fwq":
+        samples = read_fwq_samples(path)
+        values = np.asarray(samples.sequence, dtype=float)
+        return values, {"windows": _windows_for(values.size // 10)}, (
+            "FWQ quanta w + δ, back to back; detour: excess over the minimum above its "
+            "pooled 90 % quantile")
+    if kind == "pb":
+        run = read_pb(path)
+        return run["iteration"], {"windows": _windows_for(run["iteration"].size // 10)}, (
+            "iteration times θ of every rank (first samples of each), back to back per "
+            "rank without the random waits; detour: excess above its pooled 90 % quantile")
+    if kind == "latency":
+        run = read_latency(path)
+        return run["barrier"], {"windows": _windows_for(run["barrier"].size // 10)}, (
+            "empty-barrier times of every rank, back to back per rank; detour: excess "
+            "above its pooled 90 % quantile")
+    if kind == "bsp":
+        events = read_bsp_interruptions(path)
+        return events[["start", "duration"]], {"windows": _windows_for(len(events))}, (
+            "interruptions of both ranks pooled (busy-loop steps, injected detours, "
+            "collective steps), from the clock's origin to the end of the last one")
+    raise ValueError(f"{file!r} ({kind}) is not a time series of detours or measured "
+                     "times; check_recordings tests it with a Friedman test")
+
+
+def _ross_row(file: str) -> dict:
+    """Friedman test of the ROSS PHOLD runs: blocks = configurations, treatments = the
+    rounds of the round-robin (repeat 1..5); are some rounds slower for every
+    configuration?"""
+    from . import datasets
+
+    runs = datasets.load_ross_phold()
+    table = runs.pivot_table(index="config", columns="repeat", values="running_time_s")
+    result = stats.friedmanchisquare(*[table[c].to_numpy() for c in table.columns])
+    started = pd.to_datetime(runs["started_at"])
+    span = float((started.max() - started.min()).total_seconds()
+                 + runs.loc[started.idxmax(), "wall_s"])
+    level = 0.05
+    return {"file": file, "kind": "ross_phold",
+            "series": (f"ROSS running time, {table.shape[0]} configurations x "
+                       f"{table.shape[1]} round-robin rounds; Friedman test of the rounds "
+                       "(size_p_value); no detours, so no rate test"),
+            "duration_s": span, "windows": table.shape[1],
+            "window_s": span / table.shape[1], "events": len(runs),
+            "event_rate_per_s": math.nan, "rate_p_value": math.nan,
+            "size_p_value": float(result.pvalue), "rate_independent_p_value": math.nan,
+            "size_independent_p_value": math.nan, "rate_change_points_s": "",
+            "size_change_points_s": "", "segment_rate_ratio": math.nan,
+            "verdict": (f"stationary at {100 * level:g} %" if result.pvalue >= level
+                        else f"not stationary at {100 * level:g} %")}
+
+
+def _segment_rate_ratio(check: xr.Dataset) -> float:
+    """Largest over smallest mean rate of the segments between rate change points."""
+    edges = [0.0, *check.attrs["rate_change_points"],
+             float(check["window_end"].values[-1])]
+    starts = check["window_start"].values
+    rates = []
+    for low, high in zip(edges[:-1], edges[1:], strict=True):
+        inside = (starts >= low - 1e-12) & (starts < high - 1e-12)
+        rates.append(float(check["event_rate"].values[inside].mean()))
+    low = min(rates)
+    return max(rates) / low if low > 0 else math.inf
+
+
+def check_recordings(files=None) -> pd.DataFrame:
+    """Run :func:`stationarity` on shipped recordings, one row each.
+
+    Parameters
+    ----------
+    files : list of str, optional
+        Files of ``data/measured/``; default every one listed by
+        :func:`jitterlab.datasets.list_measurements`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`STATIONARITY_COLUMNS`: the file, its kind, the series tested
+        (:func:`recording_series`), when it was recorded (UTC), its duration [s], the
+        number and length [s] of the windows, the detours in them, the mean detour rate
+        [1/s], the four p-values, the change points of the rate and of the sizes (times
+        from the start [s], separated by ``;``), the ratio of the largest to the smallest
+        segment rate between rate change points [1], and the verdict.
+    """
+    from . import datasets
+
+    table = datasets.list_measurements()
+    files = list(table.index) if files is None else list(files)
+    rows = []
+    for file in files:
+        if file in table.index and table.loc[file, "kind"] == "ross_phold":
+            row = _ross_row(file)
+        else:
+            data, keywords, series = recording_series(file)
+            check = stationarity(data, **keywords)
+            row = {"file": file, "kind": table.loc[file, "kind"], "series": series,
+                   "duration_s": check.attrs["duration"], "windows": check.attrs["windows"],
+                   "window_s": check.attrs["window"], "events": int(check["events"].sum()),
+                   "event_rate_per_s": float(check["events"].sum())
+                   / (check.attrs["windows"] * check.attrs["window"]),
+                   "segment_rate_ratio": _segment_rate_ratio(check),
+                   "verdict": check.attrs["verdict"]}
+            for key in ("rate_p_value", "size_p_value", "rate_independent_p_value",
+                        "size_independent_p_value"):
+                row[key] = check.attrs[key]
+            for key in ("rate", "size"):
+                row[f"{key}_change_points_s"] = ";".join(
+                    f"{t:.4g}" for t in check.attrs[f"{key}_change_points"])
+        row["collected_at"] = table.loc[file, "collected_at"]
+        rows.append(row)
+    return pd.DataFrame(rows, columns=list(STATIONARITY_COLUMNS))
+
+
+def main(argv=None) -> int:
+    """``python -m jitterlab.stationarity [--output CSV] [FILE ...]``: the check of every
+    shipped recording (or of the files named), printed or written as CSV."""
+    parser = argparse.ArgumentParser(
+        prog="python -m jitterlab.stationarity",
+        description="Stationarity check of the recordings shipped in data/measured/.")
+    parser.add_argument("files", nargs="*", help="files of data/measured/ (default: all)")
+    parser.add_argument("--output", "-o", help="write the table as CSV here")
+    args = parser.parse_args(argv)
+    table = check_recordings(args.files or None)
+    if args.output:
+        table.to_csv(args.output, index=False, float_format="%.6g")
+    else:
+        with pd.option_context("display.width", 200, "display.max_columns", 20):
+            print(table.drop(columns=["series"]).to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

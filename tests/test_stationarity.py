@@ -6,12 +6,22 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import xarray as xr
 from scipy import stats
 
 import jitterlab as jl
-from jitterlab.stationarity import NULL_DRAWS, cusum_p_value, stationarity
+from jitterlab import datasets
+from jitterlab.stationarity import (
+    NULL_DRAWS,
+    STATIONARITY_COLUMNS,
+    STATIONARITY_COMMAND,
+    STATIONARITY_TABLE,
+    check_recordings,
+    cusum_p_value,
+    stationarity,
+)
 
 LEVEL = 0.05
 DURATION = 100.0  # [s]
@@ -222,3 +232,71 @@ def test_bad_input_raises_clear_errors():
         stationarity(np.full(100, 1e-3), times=np.arange(50.0))
     with pytest.raises(ValueError, match="no detours"):
         stationarity(np.full(100, 1e-3))
+
+
+def test_table_of_detours_from_several_cpus():
+    """Detours of two CPUs may overlap in time; a DataFrame (start, duration) takes them
+    as they are, and duration= sets the recording's length."""
+    rng = np.random.default_rng(8)
+    starts = np.r_[rng.uniform(0, 10, 500), rng.uniform(0, 10, 500)]
+    events = pd.DataFrame({"start": starts, "duration": rng.exponential(1e-3, 1000)})
+    check = stationarity(events, duration=10.0, windows=10)
+    assert int(check["events"].sum()) == 1000
+    assert check.attrs["window"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="lacks \\['duration'\\]"):
+        stationarity(events[["start"]])
+    with pytest.raises(ValueError, match="ends before the last"):
+        stationarity(events, duration=5.0)
+    with pytest.raises(ValueError, match="a Trace has its own duration"):
+        stationarity(poisson_trace(rng), duration=5.0)
+
+
+# --------------------------------------------------------------------------------------
+# every shipped recording (data/measured/) and the shipped table (data/stationarity.csv)
+# --------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def shipped_checks():
+    if not (datasets.DATA_DIR / "measured" / "manifest.json").is_file():
+        pytest.skip("no measurements shipped in this checkout")
+    return check_recordings()
+
+
+def test_every_shipped_recording_is_checked(shipped_checks):
+    table = shipped_checks
+    assert list(table["file"]) == list(datasets.list_measurements().index)
+    assert list(table.columns) == list(STATIONARITY_COLUMNS)
+    for column in ("rate_p_value", "size_p_value"):  # simulated: at least 1 / (draws + 1)
+        values = table[column].dropna()
+        assert ((values >= 1 / (NULL_DRAWS + 1)) & (values <= 1)).all(), column
+    for column in ("rate_independent_p_value", "size_independent_p_value"):
+        values = table[column].dropna()
+        assert ((values >= 0) & (values <= 1)).all(), column
+    detours = table[table["kind"] != "ross_phold"]
+    assert detours["rate_p_value"].notna().all() and (detours["windows"] >= 4).all()
+    # the verdict: both tests at 2.5 %; change points exactly where a test rejects
+    stationary = (detours["rate_p_value"] >= LEVEL / 2) & (detours["size_p_value"] >= LEVEL / 2)
+    assert (detours["verdict"] == np.where(stationary, "stationary at 5 %",
+                                           "not stationary at 5 %")).all()
+    for key in ("rate", "size"):
+        has_points = detours[f"{key}_change_points_s"].fillna("") != ""
+        assert (has_points == (detours[f"{key}_p_value"] < LEVEL / 2)).all(), key
+
+
+def test_shipped_table_is_what_the_command_writes(shipped_checks):
+    path = datasets.DATA_DIR / STATIONARITY_TABLE
+    shipped = pd.read_csv(path, keep_default_na=False, na_values=[""],
+                          dtype={"rate_change_points_s": str, "size_change_points_s": str})
+    assert list(shipped.columns) == list(STATIONARITY_COLUMNS)
+    assert list(shipped["file"]) == list(shipped_checks["file"]), (
+        f"{path} is stale: run {STATIONARITY_COMMAND}")
+    for column in STATIONARITY_COLUMNS:
+        have, want = shipped[column], shipped_checks[column]
+        if pd.api.types.is_numeric_dtype(want) and not pd.api.types.is_bool_dtype(want):
+            np.testing.assert_allclose(have.astype(float), want.astype(float), rtol=1e-5,
+                                       err_msg=f"{column}: run {STATIONARITY_COMMAND}")
+        else:
+            assert list(have.fillna("")) == list(want.fillna("")), column
+    record = (datasets.DATA_DIR / "stationarity.md").read_text(encoding="utf-8")
+    assert STATIONARITY_COMMAND in record
+    for name in shipped["file"]:
+        assert f"`{name}`" in record, f"{name} is not discussed in stationarity.md"
