@@ -143,7 +143,8 @@ def run_passes(state, first, count, px, py, corners, blocks, work, send, recv,
 
 @numba.njit(cache=True)
 def pipeline_pieces(px, py, corners, blocks, iterations, work, send, recv, wire_x, wire_y,
-                    allreduce, slopes, finish, iteration_end, level_count):
+                    allreduce, slopes, finish, iteration_end, level_count, node_size=1,
+                    intra_wire_x=0.0, intra_wire_y=0.0):
     """Noiseless finish of every rank, with the blocks summed in closed form.
 
     Without noise a rank's block b ends at E_b = max(E_{b-1} + c, X_b + c,
@@ -158,6 +159,10 @@ def pipeline_pieces(px, py, corners, blocks, iterations, work, send, recv, wire_
     how many blocks sit at each level of the block dependency graph (a block's level is
     the number of blocks before it on the longest chain of dependencies ending at it),
     so that no chain holds two blocks of one level.
+
+    Ranks ``node_size`` at a time share a node (rank // node_size); a message between
+    two ranks of one node spends ``intra_wire_x`` or ``intra_wire_y`` on the wire
+    instead of ``wire_x`` or ``wire_y``.
     """
     n_ranks = px * py
     n_slopes = slopes.size
@@ -187,13 +192,15 @@ def pipeline_pieces(px, py, corners, blocks, iterations, work, send, recv, wire_
                     first_depth = depth[rank]
                     if ux:  # x arrival: upstream finish − its y send + wire, then c
                         up = rank - dx
-                        shift = wire_x - (jj < py - 1) * send + cost
+                        wire = intra_wire_x if up // node_size == rank // node_size else wire_x
+                        shift = wire - (jj < py - 1) * send + cost
                         for k in range(n_slopes):
                             incoming[k] = max(incoming[k], pieces[up, k] + shift)
                         first_depth = max(first_depth, depth_pieces[up] + 1)
                     if uy:
                         up = rank - dy * px
-                        shift = wire_y + cost - ux * recv
+                        wire = intra_wire_y if up // node_size == rank // node_size else wire_y
+                        shift = wire + cost - ux * recv
                         for k in range(n_slopes):
                             incoming[k] = max(incoming[k], pieces[up, k] + shift)
                         first_depth = max(first_depth, depth_pieces[up] + 1)

@@ -9,9 +9,13 @@ import pytest
 import jitterlab as jl
 from jitterlab.apps.calibrate import (
     SweepStructure,
+    choose_structure,
     fit_sweep_costs,
+    predict_held_out,
     predict_runtimes,
     predict_upgrade,
+    run_ids,
+    sample_upgrade,
     sweep_workload,
 )
 
@@ -120,3 +124,122 @@ def test_prediction_error_carries_the_fit_covariance():
     alone = predict_upgrade(one, fit, 0.0, 0.0, message_cost=5e-6)
     assert float(alone["predicted_se"][0] / alone["predicted_s"][0]) == pytest.approx(cell,
                                                                                      rel=1e-3)
+
+
+# --- calibration on a declared subset: ids recorded, predictions out of sample -------------
+
+CALIBRATION = RUNS.assign(table=1).iloc[:4]   # the runs the fit may see
+HELD_OUT = pd.DataFrame({"table": 1, "cells_per_side": [120, 60], "cores": [32, 32]})
+
+
+def runs_of(structure, runs, costs=TRUE):
+    runs = runs.copy()
+    runs["actual_s"] = predict_runtimes(runs, *costs, structure)
+    return runs
+
+
+def test_fit_records_the_runs_it_was_calibrated_on():
+    fit = fit_sweep_costs(runs_of(SweepStructure(), CALIBRATION), start=TRUE)
+    assert fit.attrs["calibrated_on"] == ("Table 1: 60^3 on 4 cores", "Table 1: 60^3 on 8 cores",
+                                          "Table 1: 60^3 on 16 cores",
+                                          "Table 1: 120^3 on 8 cores")
+    assert list(fit["run_id"].values) == list(fit.attrs["calibrated_on"])
+    assert run_ids(pd.DataFrame({"id": ["a"], "cells_per_side": [8], "cores": [2]})) == ["a"]
+
+
+def test_held_out_runs_are_predicted_and_calibration_runs_refused():
+    structure = SweepStructure()
+    fit = fit_sweep_costs(runs_of(structure, CALIBRATION), start=(1e-5, 0.2))
+    held = predict_held_out(runs_of(structure, HELD_OUT), fit, structure)
+    # noiseless runs from the true costs: the out-of-sample prediction is exact
+    np.testing.assert_allclose(held["error_percent"], 0.0, atol=1e-3)
+    assert held.attrs["calibrated_on"] == fit.attrs["calibrated_on"]
+    with pytest.raises(ValueError, match="fed the fit"):
+        predict_held_out(runs_of(structure, CALIBRATION.iloc[[1]]), fit, structure)
+    with pytest.raises(ValueError, match="fed the fit"):
+        sample_upgrade(CALIBRATION.iloc[[0]], fit, (5e-6, 5e-6), samples=2)
+
+
+def test_verdict_refuses_a_calibration_run():
+    from jitterlab.validate import (
+        CalibrationOverlapError,
+        Prediction,
+        Reference,
+        RelativeDifference,
+        verdict,
+    )
+    fit = fit_sweep_costs(runs_of(SweepStructure(), CALIBRATION), start=TRUE)
+    prediction = Prediction(1.0, calibrated_on=fit.attrs["calibrated_on"])
+    with pytest.raises(CalibrationOverlapError):
+        verdict(prediction, Reference(1.0, id=fit.attrs["calibrated_on"][0]),
+                RelativeDifference(0.1), claim="a calibration run")
+    held_id = run_ids(HELD_OUT)[0]
+    assert verdict(prediction, Reference(1.0, id=held_id), RelativeDifference(0.1),
+                   claim="a held-out run").status == "reproduced"
+
+
+def test_prediction_interval_holds_new_runs_with_the_calibration_scatter():
+    # 2 % multiplicative scatter on every run: the held-out errors, in units of the
+    # prediction's standard error, stay within 4 (a normal tail of 6e-5 per run)
+    structure = SweepStructure()
+    runs = pd.concat([CALIBRATION, HELD_OUT], ignore_index=True)
+    actual = runs_of(structure, runs)
+    actual["actual_s"] *= 1.0 + np.random.default_rng(4).normal(0.0, 0.02, len(runs))
+    fit = fit_sweep_costs(actual.iloc[:4], structure, start=TRUE)
+    held = predict_held_out(actual.iloc[4:], fit, structure)
+    z = (held["predicted_s"] - held["actual_s"]) / held["prediction_se"]
+    assert np.all(np.abs(z) < 4.0)
+    assert np.all(held["prediction_se"] > held["fit_se"])
+
+
+def test_blocking_is_chosen_from_the_calibration_runs_alone():
+    # the calibration runs come from one blocking, the held-out runs from another: the
+    # choice follows the runs it is given, so it cannot have looked at the held-out ones
+    coarse, fine = SweepStructure(), SweepStructure(block_height=2, angles_per_block=1)
+    runs = pd.concat([CALIBRATION, HELD_OUT], ignore_index=True)
+    calibration = runs_of(coarse, runs).iloc[:4]
+    chosen, table = choose_structure(calibration, [fine, coarse])
+    assert chosen == coarse and table["chosen"].tolist() == [False, True]
+    assert table.loc[1, "leave_one_out_percent"] < 1e-2
+    swapped, _ = choose_structure(runs_of(fine, runs).iloc[:4], [fine, coarse])
+    assert swapped == fine
+    with pytest.raises(ValueError, match="at least 4"):
+        choose_structure(calibration.iloc[:3], [coarse])
+    with pytest.raises(TypeError, match="SweepStructure"):
+        choose_structure(calibration, ["sweep3d"])
+
+
+def test_sampled_upgrade_without_spread_is_the_deterministic_one():
+    # one rank per node: every message is inter-node, as in predict_upgrade
+    structure = SweepStructure()
+    fit = fit_sweep_costs(runs_of(structure, CALIBRATION), start=TRUE)
+    fit = fit.assign(cell_time_se=0.0 * fit["cell_time_se"], latency_se=0.0 * fit["latency_se"])
+    sampled = sample_upgrade(HELD_OUT, fit, (5e-6, 5e-6), structure, compute_slowdown=(0.03, 0.03),
+                             extra_latency=(4e-6, 4e-6), intra_node_fraction=(1.0, 1.0),
+                             cores_per_node=1, samples=3, rng=1)
+    fixed = predict_upgrade(HELD_OUT, fit, 0.03, 4e-6, 5e-6, structure=structure)
+    np.testing.assert_allclose(sampled["new_s"], np.tile(fixed["predicted_s"], (3, 1)), rtol=1e-9)
+    np.testing.assert_allclose(sampled["increase"] + 1.0, sampled["new_s"] / sampled["old_s"])
+
+
+def test_cheaper_on_node_messages_shorten_the_prediction():
+    structure = SweepStructure()
+    fit = fit_sweep_costs(runs_of(structure, CALIBRATION), start=TRUE)
+    common = dict(compute_slowdown=(0.0, 0.0), extra_latency=(0.0, 0.0), samples=4, rng=2)
+    same = sample_upgrade(HELD_OUT, fit, (5e-6, 5e-6), intra_node_fraction=(1.0, 1.0), **common)
+    free = sample_upgrade(HELD_OUT, fit, (5e-6, 5e-6), intra_node_fraction=(0.0, 0.0), **common)
+    np.testing.assert_allclose(same["increase"], 0.0, atol=1e-12)
+    assert np.all(free["new_s"] < same["new_s"])
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(message_cost=(5e-6, 1e-6)), "message_cost"),
+    (dict(message_cost=(0.0, 1e-6)), "message_cost"),
+    (dict(message_cost=5e-6), "message_cost"),
+    (dict(message_cost=(1e-6, 5e-6), extra_latency=(-1e-6, 1e-6)), "extra_latency"),
+    (dict(message_cost=(1e-6, 5e-6), samples=1), "samples"),
+])
+def test_bad_upgrade_ranges_are_refused(kwargs, match):
+    fit = fit_sweep_costs(runs_of(SweepStructure(), CALIBRATION), start=TRUE)
+    with pytest.raises((TypeError, ValueError), match=match):
+        sample_upgrade(HELD_OUT, fit, **kwargs)

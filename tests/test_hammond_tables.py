@@ -33,7 +33,8 @@ def _record_checksum(name):
     return record, re.search(r"\b[0-9a-f]{64}\b", record).group(0)
 
 
-@pytest.mark.parametrize("name", ["hammond_2010_tables", "hammond_2010"])
+@pytest.mark.parametrize("name", ["hammond_2010_tables", "hammond_2010",
+                                  "hammond_2010_xt3_network"])
 def test_checksum_in_the_provenance_record(name):
     _, recorded = _record_checksum(name)
     digest = hashlib.sha256((datasets.DATA_DIR / f"{name}.csv").read_bytes()).hexdigest()
@@ -169,3 +170,17 @@ def test_missing_record_and_bad_tables(monkeypatch, tmp_path):
     assert table.equals(pd.read_csv(tmp_path / "bare.csv"))
     assert table.attrs == {"path": str(tmp_path / "bare.csv"),
                            "provenance": str(tmp_path / "bare.md")}
+
+
+def test_xt3_network_figures_bracket_the_old_message_cost():
+    # notebook 10's old message cost: from the nearest-neighbour latency requirement to the
+    # farthest one plus the largest face of Table 2's runs (28 800 B with 10 k-planes x 3
+    # angles on 240^3 over 2 x 4 ranks) at the sustained rate
+    network = load_paper_values("hammond_2010_xt3_network").set_index("quantity")["value"]
+    assert list(network.index) == ["nearest_neighbour_latency", "farthest_latency",
+                                   "sustained_bandwidth"]
+    assert network["nearest_neighbour_latency"] < network["farthest_latency"]
+    upper = network["farthest_latency"] + 28_800 / network["sustained_bandwidth"]
+    assert upper == pytest.approx(31.18e-6, rel=1e-3)
+    record = (datasets.DATA_DIR / "hammond_2010_xt3_network.md").read_text(encoding="utf-8")
+    assert "not** from Hammond et al. 2010" in record

@@ -11,6 +11,7 @@ import pytest
 
 import jitterlab as jl
 from jitterlab.apps import Wavefront, square_grid, wavefront_predict, wavefront_simulate
+from jitterlab.apps.wavefront import noiseless_time
 from jitterlab.testing import wavefront_reference
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "loggopsim"
@@ -258,6 +259,7 @@ def test_tree_barrier_takes_the_message_model():
     ({"bytes_x": -8}, ValueError, "bytes_x"),
     ({"message": 5e-6}, TypeError, "message"),
     ({"allreduce": "yes"}, TypeError, "allreduce"),
+    ({"cores_per_node": 0}, ValueError, "cores_per_node"),
 ])
 def test_bad_workloads_name_the_argument(kwargs, error, match):
     arguments = {"px": 2, "py": 2, "blocks": 2, "work": 1e-5, **kwargs}
@@ -303,6 +305,72 @@ def test_bad_problem_and_simulation_arguments():
         wavefront_simulate("8x8")
     with pytest.raises(ValueError, match="runs"):
         wavefront_simulate(workload, runs=0)
+
+
+# --- messages inside a node -------------------------------------------------------------
+
+
+def _block_recurrence(workload):
+    """Noiseless finish of the in-order block recurrence, every face message on its own
+    wire time (intra-node where both ranks share a node): the plain twin of the model."""
+    message, px, py = workload.message, workload.px, workload.py
+    clock, arrive_x, arrive_y = np.zeros(workload.n), np.zeros(workload.n), np.zeros(workload.n)
+
+    def wire(source, target, size):
+        same = source // workload.cores_per_node == target // workload.cores_per_node
+        return message.wire_time(size, intra_node=same)
+
+    for _ in range(workload.iterations):
+        for dx, dy in workload.corners:
+            for _ in range(workload.blocks):
+                for jj in range(py):
+                    j = jj if dy > 0 else py - 1 - jj
+                    for ii in range(px):
+                        i = ii if dx > 0 else px - 1 - ii
+                        rank = j * px + i
+                        t = clock[rank]
+                        if ii > 0:
+                            t = max(t, arrive_x[rank]) + message.recv
+                        if jj > 0:
+                            t = max(t, arrive_y[rank]) + message.recv
+                        t += workload.work
+                        if ii < px - 1:
+                            t += message.send
+                            arrive_x[rank + dx] = t + wire(rank, rank + dx, workload.bytes_x)
+                        if jj < py - 1:
+                            t += message.send
+                            arrive_y[rank + dy * px] = t + wire(rank, rank + dy * px,
+                                                                workload.bytes_y)
+                        clock[rank] = t
+    return clock.max()
+
+
+@pytest.mark.parametrize("px, py", [(4, 4), (3, 5), (2, 8), (1, 6)])
+@pytest.mark.parametrize("cores_per_node", [1, 2, 3, 4])
+def test_intra_node_messages_follow_the_block_recurrence(px, py, cores_per_node):
+    message = jl.Message(send=1e-6, recv=1e-6, latency=5e-6, intra_node_latency=1e-6,
+                         per_byte=1e-9)
+    workload = Wavefront(px, py, blocks=7, work=100e-6, iterations=2, sweeps="sweep3d",
+                         message=message, bytes_x=800, bytes_y=1600,
+                         cores_per_node=cores_per_node)
+    expected = _block_recurrence(workload)
+    assert noiseless_time(workload) == pytest.approx(expected, rel=1e-12)
+    assert wavefront_predict(workload)["total_time"].item() == pytest.approx(expected, rel=1e-12)
+
+
+def test_cheaper_on_node_messages_shorten_the_fill_only():
+    # a 4 x 1 line, two ranks per node: of the 3 hops of a sweep's fill, 2 stay on a node
+    inter = jl.Message(latency=5e-6)
+    on_node = jl.Message(latency=5e-6, intra_node_latency=1e-6)
+    common = dict(blocks=10, work=100e-6, sweeps=[(1, 1)], cores_per_node=2)
+    slow = noiseless_time(Wavefront(4, 1, message=inter, **common))
+    fast = noiseless_time(Wavefront(4, 1, message=on_node, **common))
+    assert slow - fast == pytest.approx(2 * 4e-6, rel=1e-9)
+    workload = Wavefront(4, 1, message=on_node, **common)
+    assert workload.has_intra_node_wire
+    assert not Wavefront(4, 1, message=on_node, blocks=10, work=100e-6).has_intra_node_wire
+    with pytest.raises(ValueError, match="intra-node"):
+        wavefront_simulate(workload)
 
 
 # --- every case run through LogGOPSim on this machine kind (tests/data) -------------------------

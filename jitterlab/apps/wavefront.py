@@ -33,7 +33,8 @@ from ..noise import NoiseModel, from_trace
 from ..simulate import _offsets, _trace_table
 from ..trace import Trace
 
-__all__ = ["Wavefront", "wavefront_predict", "wavefront_simulate", "square_grid", "SWEEP_ORDERS"]
+__all__ = ["Wavefront", "wavefront_predict", "wavefront_simulate", "noiseless_time",
+           "square_grid", "SWEEP_ORDERS"]
 
 _REFERENCE = ((1, 1), (-1, 1), (1, -1), (-1, -1))
 #: named sweep orders: the corner each sweep starts from, as (x direction, y direction)
@@ -89,6 +90,12 @@ class Wavefront:
         Close every iteration with an all-reduce (a convergence test): every rank
         waits for the slowest, then for a reduce and broadcast on a binary tree of
         noiseless messages, 2·D·(send + wire + recv) with D the tree's depth.
+    cores_per_node : int
+        Ranks per node, placed in rank order (ranks 0 … c−1 on the first node, Cray's
+        default placement). A face message between two ranks of one node spends the
+        message's ``intra_node_latency`` on the wire instead of its ``latency``; only
+        :func:`wavefront_predict` models that difference (:func:`wavefront_simulate`
+        refuses a workload that has it). [-]
     """
 
     px: int
@@ -101,6 +108,7 @@ class Wavefront:
     bytes_x: int | None = None
     bytes_y: int | None = None
     allreduce: bool = False
+    cores_per_node: int = 1
 
     def __post_init__(self):
         object.__setattr__(self, "px", check_integer("px", self.px, 1))
@@ -116,6 +124,8 @@ class Wavefront:
                 object.__setattr__(self, name, check_integer(name, getattr(self, name), 0))
         if not isinstance(self.allreduce, bool | np.bool_):
             raise TypeError(f"allreduce must be True or False, got {self.allreduce!r}")
+        object.__setattr__(self, "cores_per_node",
+                           check_integer("cores_per_node", self.cores_per_node, 1))
 
     @classmethod
     def from_problem(cls, cells: Sequence[int], cores: int | None = None, *,
@@ -145,7 +155,8 @@ class Wavefront:
         bytes_per_value : int
             Size of one face value (8: double precision). [B]
         **kwargs
-            ``iterations``, ``sweeps``, ``message``, ``allreduce`` as for the class.
+            ``iterations``, ``sweeps``, ``message``, ``allreduce``, ``cores_per_node`` as
+            for the class.
 
         Examples
         --------
@@ -196,6 +207,16 @@ class Wavefront:
         """Wire time of an x face and of a y face [s]."""
         return self.message.wire_time(self.bytes_x), self.message.wire_time(self.bytes_y)
 
+    def intra_node_wire_times(self) -> tuple[float, float]:
+        """Wire time of an x face and of a y face between two ranks of one node [s]."""
+        return (self.message.wire_time(self.bytes_x, intra_node=True),
+                self.message.wire_time(self.bytes_y, intra_node=True))
+
+    @property
+    def has_intra_node_wire(self) -> bool:
+        """True when some face message stays on a node and costs less (or more) there."""
+        return self.cores_per_node > 1 and self.intra_node_wire_times() != self.wire_times()
+
     def allreduce_time(self) -> float:
         """Noiseless all-reduce after an iteration, or −1 without one. [s]"""
         if not self.allreduce:
@@ -207,7 +228,7 @@ class Wavefront:
         return (f"Wavefront(px={self.px}, py={self.py}, blocks={self.blocks}, work={self.work}, "
                 f"iterations={self.iterations}, sweeps={sweeps}, "
                 f"{self.message.describe()}, bytes_x={self.bytes_x}, bytes_y={self.bytes_y}, "
-                f"allreduce={self.allreduce})")
+                f"allreduce={self.allreduce}, cores_per_node={self.cores_per_node})")
 
     def _kernel_args(self):
         wire_x, wire_y = self.wire_times()
@@ -248,9 +269,10 @@ def _noiseless(workload: Wavefront, work: float | None = None, levels: bool = Fa
     iteration_end = np.zeros(workload.iterations)
     n_levels = workload.iterations * corners.shape[0] * (blocks + px + py) + 1
     level_count = np.zeros(n_levels if levels else 0, dtype=np.int64)
+    intra_x, intra_y = workload.intra_node_wire_times()
     _wavekernels.pipeline_pieces(px, py, corners, blocks, workload.iterations, w, send, recv,
                                  wire_x, wire_y, allreduce, slopes, finish, iteration_end,
-                                 level_count)
+                                 level_count, workload.cores_per_node, intra_x, intra_y)
     return finish, iteration_end, level_count
 
 
@@ -277,6 +299,14 @@ def _base_vars(iteration_end, finish, dims=()):
 def _attrs(workload: Wavefront, method: str) -> dict:
     return {"method": method, "workload": workload.describe(), "n": workload.n,
             **provenance_attrs()}
+
+
+def noiseless_time(workload: Wavefront) -> float:
+    """Total time of ``workload`` without noise, as :func:`wavefront_predict` gives it [s].
+
+    The number alone, without building a Dataset (for fits that call the model often).
+    """
+    return float(_noiseless(_check_workload(workload))[1][-1])
 
 
 def wavefront_predict(workload: Wavefront, noise=None) -> xr.Dataset:
@@ -415,6 +445,12 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
     """
     workload = _check_workload(workload)
     runs = check_integer("runs", runs, 1)
+    if workload.has_intra_node_wire:
+        raise ValueError(f"wavefront_simulate gives every face message the inter-node wire "
+                         f"time; this workload's intra-node messages differ "
+                         f"({workload.message.describe()}, cores_per_node="
+                         f"{workload.cores_per_node}): use wavefront_predict, or "
+                         f"cores_per_node=1")
     if method is None:
         method = "trace" if isinstance(noise, Trace) else "montecarlo"
     if method not in ("trace", "montecarlo"):
