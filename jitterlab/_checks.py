@@ -75,3 +75,16 @@ def check_size(size, name: str = "size"):
     if isinstance(size, tuple | list):
         return tuple(check_integer(f"{name}[{i}]", value, 0) for i, value in enumerate(size))
     return check_integer(name, size, 0)
+
+
+def refuse_existing(path, overwrite: bool):
+    """Raise FileExistsError if ``path`` exists and ``overwrite`` is not True (the rule of
+    every jitterlab writer: nothing a user has is replaced without being asked)."""
+    import os
+
+    if not isinstance(overwrite, bool):
+        raise TypeError(f"overwrite must be True or False, got {overwrite!r}")
+    if isinstance(path, bytes) or not isinstance(path, str | os.PathLike):
+        raise TypeError(f"path must be a str or path-like, got {type(path).__name__}")
+    if not overwrite and os.path.lexists(path):
+        raise FileExistsError(f"{os.fspath(path)} exists; pass overwrite=True to replace it")

@@ -20,7 +20,9 @@ noise_<x>  float   local noise of source <x> inside the interval [s] (``noise_co
 
 A send from rank r to rank p with tag t is matched by exactly one recv on rank p with
 peer r and tag t. Every collective instance appears once on every rank (collectives span
-all ranks). ``latency`` is the least wire time of a message [s].
+all ranks) and is barrier-like: no rank leaves it before the last rank has entered (a
+rooted one-way collective such as MPI_Bcast is recorded as its messages). ``latency`` is
+the least wire time of a message [s].
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._checks import check_positive
+from ._checks import check_positive, refuse_existing
+from .trace import plain_metadata
 
 __all__ = ["EventTrace", "KINDS", "read_events", "write_events"]
 
@@ -419,6 +422,25 @@ class EventTrace:
             raise ValueError(f"{self._where()}collective instance (tag) {tags[k]} is missing "
                              f"on rank {missing[0]} ({missing.size} of {n_ranks} ranks lack "
                              f"it; a collective spans all ranks)")
+        # barrier-like: no rank leaves before the last rank has entered
+        start = self.data["start"].to_numpy()
+        end = self.data["end"].to_numpy()
+        last_entry = np.full(tags.size, -np.inf)
+        np.maximum.at(last_entry, instance[rows], start[rows])
+        slack = _ROUNDING * np.maximum(np.abs(end[rows]), np.abs(last_entry[instance[rows]]))
+        early = np.flatnonzero(end[rows] < last_entry[instance[rows]] - slack)
+        if early.size:
+            row = rows[early[0]]
+            k = instance[row]
+            latest = rows[(instance[rows] == k) & (start[rows] == last_entry[k])][0]
+            self._fail(f"collective instance (tag) {tags[k]} ends at {_seconds(end[row])}, "
+                       f"before rank {int(rank[latest])} enters it at "
+                       f"{_seconds(last_entry[k])}: it does not synchronise. The "
+                       f"'collective' kind means barrier-like dependence (MPI_Barrier, "
+                       f"MPI_Allreduce, MPI_Alltoall); a rooted one-way collective "
+                       f"(MPI_Bcast, MPI_Reduce, MPI_Gather, ...) must be recorded as its "
+                       f"messages (send/recv), or the estimate would charge ranks for waits "
+                       f"that never happened", [row])
 
     # ------------------------------------------------------------------ equality
     def equals(self, other: EventTrace) -> bool:
@@ -443,18 +465,10 @@ def _kind_of(path) -> str:
 
 def _document(trace: EventTrace) -> str:
     return json.dumps({"format_version": FORMAT_VERSION, "latency": trace.latency,
-                       "attrs": trace.attrs}, default=_plain)
+                       "attrs": plain_metadata(trace.attrs)})
 
 
-def _plain(value):
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    return str(value)
-
-
-def write_events(trace: EventTrace, path) -> Path:
+def write_events(trace: EventTrace, path, *, overwrite: bool = False) -> Path:
     """Write an event trace as Parquet (``.parquet``, ``.pq``) or netCDF (``.nc``).
 
     The file is written to a temporary file in the same directory and then moved onto
@@ -465,15 +479,25 @@ def write_events(trace: EventTrace, path) -> Path:
     trace : EventTrace
     path : str or path
         Its suffix chooses the format.
+    overwrite : bool
+        Replace an existing file; by default an existing one is an error (as for every
+        jitterlab writer).
 
     Returns
     -------
     pathlib.Path
+
+    Notes
+    -----
+    The metadata (``attrs``) is stored as JSON: numbers, strings, booleans, None, lists
+    and dicts come back with their types (tuples and arrays as lists, datetimes as ISO
+    strings); any other value is refused here rather than turned into a string.
     """
     from .io._common import atomic_write
 
     if not isinstance(trace, EventTrace):
         raise TypeError(f"trace must be a jl.EventTrace, got {type(trace).__name__}")
+    refuse_existing(path, overwrite)
     kind = _kind_of(path)
     document = _document(trace)
     if kind == "parquet":

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._checks import check_positive
+from ._checks import check_positive, refuse_existing
 
 __all__ = ["Trace"]
 
@@ -558,32 +558,41 @@ class Trace:
         return trace
 
     # -- files --------------------------------------------------------------------------
-    def to_csv(self, path) -> Path:
-        """Write the jitterlab CSV format (metadata in ``# key: <json>`` lines); lossless."""
+    def to_csv(self, path, *, overwrite: bool = False) -> Path:
+        """Write the jitterlab CSV format (metadata in ``# key: <json>`` lines); lossless.
+
+        Like every ``to_*`` writer, it refuses to replace an existing file unless
+        ``overwrite=True``; the file appears whole or not at all (atomic).
+        """
         from .io import native
 
+        refuse_existing(path, overwrite)
         return native.write_csv(self, path)
 
-    def to_parquet(self, path) -> Path:
+    def to_parquet(self, path, *, overwrite: bool = False) -> Path:
         """Write Parquet (metadata as JSON in the schema metadata); lossless."""
         from .io import native
 
+        refuse_existing(path, overwrite)
         return native.write_parquet(self, path)
 
-    def to_netcdf(self, path) -> Path:
+    def to_netcdf(self, path, *, overwrite: bool = False) -> Path:
         """Write netCDF via xarray (dimension ``event``); lossless."""
         from .io import native
 
+        refuse_existing(path, overwrite)
         return native.write_netcdf(self, path)
 
-    def to_jitsim(self, path) -> Path:
+    def to_jitsim(self, path, *, overwrite: bool = False) -> Path:
         """Write jitSim's two-column table (values in :attr:`unit`); lossless."""
         from .io import jitsim
 
+        refuse_existing(path, overwrite)
         return jitsim.write(self, path)
 
-    def to_loggopsim(self, path) -> Path:
+    def to_loggopsim(self, path, *, overwrite: bool = False) -> Path:
         """Write a LogGOPSim noise trace (``<start ns>\\t<duration ns>``); rounds to 1 ns."""
         from .io import loggopsim
 
+        refuse_existing(path, overwrite)
         return loggopsim.write(self, path)

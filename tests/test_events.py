@@ -187,7 +187,7 @@ def test_the_write_is_atomic(tmp_path, suffix, monkeypatch):
     monkeypatch.setattr(pq, "write_table", broken)
     monkeypatch.setattr(xr.Dataset, "to_netcdf", broken)
     with pytest.raises(OSError, match="disk full"):
-        jl.write_events(random_events(2), path)
+        jl.write_events(random_events(2), path, overwrite=True)
     assert path.read_bytes() == before
     assert os.listdir(tmp_path) == [path.name]  # no temporary file left behind
 
@@ -257,3 +257,60 @@ def test_unknown_kind_codes_in_netcdf_are_refused_naming_the_file(tmp_path):
     changed.to_netcdf(tmp_path / "bad.nc")
     with pytest.raises(ValueError, match=r"bad.nc: variable 'kind' must hold codes 0 to 3"):
         jl.read_events(tmp_path / "bad.nc")
+
+
+def test_a_collective_left_before_the_last_rank_enters_is_refused():
+    # an MPI_Bcast's root leaves at 1 s, before rank 1 enters at 3 s; with barrier
+    # semantics a trace without any noise got -2 s of accumulated noise
+    frame = pd.DataFrame({"rank": [0, 0, 1, 1], "seq": [0, 1, 0, 1],
+                          "kind": ["collective", "compute", "compute", "collective"],
+                          "start": [0.0, 1.0, 0.0, 3.0], "end": [1.0, 4.0, 3.0, 3.5],
+                          "peer": [-1] * 4, "tag": [0] * 4, "noise_combined": [0.0] * 4})
+    with pytest.raises(ValueError, match="rank 0, interval seq 0: collective instance "
+                       r"\(tag\) 0 ends at 1 s, before rank 1 enters it at 3 s: it does not "
+                       "synchronise"):
+        jl.EventTrace(frame)
+    # leaving exactly when the last rank enters is barrier-like
+    synchronised = frame.assign(start=[0.0, 3.0, 0.0, 3.0], end=[3.0, 6.0, 3.0, 3.5])
+    ds = jl.estimate.accumulated_noise(jl.EventTrace(synchronised))
+    assert float(ds["run_accumulated"][0]) == 0.0
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".nc"])
+def test_every_writer_refuses_to_replace_a_file_unless_asked(tmp_path, suffix):
+    path = jl.write_events(random_events(1), tmp_path / f"run{suffix}")
+    before = path.read_bytes()
+    with pytest.raises(FileExistsError, match="exists; pass overwrite=True"):
+        jl.write_events(random_events(2), path)
+    assert path.read_bytes() == before
+    jl.write_events(random_events(2), path, overwrite=True)
+    assert jl.read_events(path).equals(random_events(2))
+
+
+@pytest.mark.parametrize("writer", ["to_csv", "to_parquet", "to_netcdf", "to_jitsim",
+                                    "to_loggopsim"])
+def test_trace_writers_refuse_to_replace_a_file_unless_asked(tmp_path, writer):
+    trace = jl.Trace(jitter=[1e-6, 2e-6], gap=[1e-3, 2e-3])
+    path = tmp_path / "trace.out"
+    path.write_text("a user's file")
+    with pytest.raises(FileExistsError, match="exists; pass overwrite=True"):
+        getattr(trace, writer)(path)
+    assert path.read_text() == "a user's file"
+    getattr(trace, writer)(path, overwrite=True)
+    assert path.read_bytes() != b"a user's file"
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".nc"])
+def test_attrs_keep_their_types_or_are_refused(tmp_path, suffix):
+    trace = random_events(1)
+    trace.attrs.update(seed=np.int64(3), work=np.float32(0.5), ok=True, none=None,
+                       shape=(2, 3), label="x")
+    back = jl.read_events(jl.write_events(trace, tmp_path / f"a{suffix}"))
+    kept = {key: back.attrs[key] for key in ("seed", "work", "ok", "none", "shape", "label")}
+    assert kept == {"seed": 3, "work": 0.5, "ok": True, "none": None, "shape": [2, 3],
+                    "label": "x"}
+    assert type(kept["seed"]) is int and type(kept["work"]) is float
+    trace.attrs["object"] = object()
+    with pytest.raises(TypeError, match=r"attrs\['object'\]: cannot store a object value"):
+        jl.write_events(trace, tmp_path / f"b{suffix}")
+    assert not (tmp_path / f"b{suffix}").exists()

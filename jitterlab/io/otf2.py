@@ -70,7 +70,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..events import KINDS, NOISE_PREFIX, EventTrace, _plain
+from ..events import KINDS, NOISE_PREFIX, EventTrace
+from ..trace import plain_metadata
 
 __all__ = ["read_otf2_events", "write_otf2_events", "TIMER_RESOLUTION"]
 
@@ -81,6 +82,10 @@ TIMER_RESOLUTION = 10**9
 ARCHIVE_NAME = "traces"
 PROPERTY = "JITTERLAB::EVENTS"
 TAG_ATTRIBUTE = "jitterlab::tag"
+ANY_ORDER_ATTRIBUTE = "jitterlab::any_order"
+#: collective operations in which every rank's exit depends on every rank's entry
+BARRIER_LIKE_OPS = ("BARRIER", "ALLGATHER", "ALLGATHERV", "ALLTOALL", "ALLTOALLV", "ALLTOALLW",
+                    "ALLREDUCE", "REDUCE_SCATTER", "REDUCE_SCATTER_BLOCK")
 FORMAT_VERSION = 1
 #: the k-th reuse of an MPI tag t between two ranks is tag t + k * TAG_STRIDE
 TAG_STRIDE = 2**32
@@ -138,6 +143,7 @@ class _Region:
     comm: int = -1
     mpi_tag: int = 0
     tag: int | None = None  # the jitterlab::tag attribute
+    any_order: bool = False  # the jitterlab::any_order attribute of a recv
     collective_open: bool = False
     holds_inner: bool = False  # a region inside it holds an MPI record
 
@@ -240,6 +246,8 @@ def _read_records(reader, ranks: dict, scales: dict, anchor: Path, time_of) -> l
     events = otf2.events
     tag_attribute = next((a for a in reader.definitions.attributes
                           if a.name == TAG_ATTRIBUTE), None)
+    any_order_attribute = next((a for a in reader.definitions.attributes
+                                if a.name == ANY_ORDER_ATTRIBUTE), None)
     state = [_Rank(rank, name) for rank, name in sorted(ranks.values())]
     expected = {rank: reader.definitions.locations[ref].number_of_events
                 for ref, (rank, _) in ranks.items()}
@@ -322,6 +330,8 @@ def _read_records(reader, ranks: dict, scales: dict, anchor: Path, time_of) -> l
                                       ranks, where(rank, event))
             region.mpi_tag = int(event.msg_tag)
             region.tag = attribute_tag(event)
+            if any_order_attribute is not None and event.attributes:
+                region.any_order = bool(event.attributes.get(any_order_attribute, 0))
         elif isinstance(event, events.MpiCollectiveBegin):
             region = holder(rank, event)
             region.kind, region.collective_open = "collective", True
@@ -335,6 +345,14 @@ def _read_records(reader, ranks: dict, scales: dict, anchor: Path, time_of) -> l
                 raise _ReadError(f"{where(rank, event)}: collective on communicator "
                                  f"{event.communicator.name!r} of {size} ranks; jitterlab's "
                                  f"collectives span all {len(state)} ranks")
+            operation = str(event.collective_op).rsplit(".", 1)[-1]
+            if operation not in BARRIER_LIKE_OPS:
+                raise _ReadError(f"{where(rank, event)}: region {region.name!r} is a "
+                                 f"{operation} collective, in which ranks do not all wait "
+                                 f"for each other; jitterlab's collectives are barrier-like "
+                                 f"({', '.join(BARRIER_LIKE_OPS)}). Record rooted "
+                                 f"collectives as their messages (e.g. Score-P's "
+                                 f"point-to-point view of them) to estimate their noise")
             region.kind, region.collective_open = "collective", False
             region.comm = event.communicator._ref
             region.tag = attribute_tag(event)
@@ -563,7 +581,7 @@ def _read(reader, anchor: Path, metrics, latency) -> EventTrace:
     state = _read_records(reader, ranks, scales, anchor, time_of)
 
     columns = {name: [] for name in ("rank", "seq", "kind", "start", "end", "peer", "tag",
-                                     "attribute", "comm", "mpi_tag", "region")}
+                                     "attribute", "comm", "mpi_tag", "region", "any_order")}
     raw_noise = {member: [] for member in scales}
     for rank in state:
         instances = 0
@@ -592,7 +610,8 @@ def _read(reader, anchor: Path, metrics, latency) -> EventTrace:
                                  (rank.tags[first] or 0)),
                                 ("comm", region.comm if region else -1),
                                 ("mpi_tag", region.mpi_tag if region else 0),
-                                ("region", region.name if region else "compute")):
+                                ("region", region.name if region else "compute"),
+                                ("any_order", bool(region and region.any_order))):
                 columns[name].append(value)
 
     def describe(row: int) -> str:
@@ -608,6 +627,8 @@ def _read(reader, anchor: Path, metrics, latency) -> EventTrace:
     frame = pd.DataFrame({name: columns[name] for name in
                           ("rank", "seq", "kind", "peer", "tag")})
     frame["kind"] = pd.Categorical(frame["kind"], categories=KINDS)
+    if any(columns["any_order"]):
+        frame["any_order"] = np.array(columns["any_order"], dtype=np.bool_)
     for name in ("start", "end"):
         ticks = np.array([t - zero for t in columns[name]], dtype=np.int64)
         frame[name] = ticks / resolution
@@ -664,6 +685,7 @@ def write_otf2_events(trace: EventTrace, path, *, overwrite: bool = False) -> Pa
         raise TypeError(f"trace must be a jl.EventTrace, got {type(trace).__name__}")
     if isinstance(path, bytes) or not isinstance(path, str | os.PathLike):
         raise TypeError(f"path must be a str or path-like, got {type(path).__name__}")
+    plain_metadata(trace.attrs)  # refuse metadata JSON cannot keep, before writing anything
     path = Path(path)
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} exists; pass overwrite=True to replace it")
@@ -735,6 +757,10 @@ def _write(trace: EventTrace, directory: Path) -> None:
             recorder_kind=otf2.RecorderKind.ABSTRACT)
         tag_attribute = d.attribute(TAG_ATTRIBUTE, "the message's or collective's tag in "
                                     "the jitterlab event trace", type=otf2.Type.INT64)
+        any_order = trace.any_order()
+        any_order_attribute = d.attribute(
+            ANY_ORDER_ATTRIBUTE, "1: a receive of a run that completes in any order "
+            "(a wait-any loop)", type=otf2.Type.UINT8) if any_order.any() else None
         undefined_root = otf2.Undefined.UINT32
         for rank in range(n_ranks):
             events = writer.event_writer_from_location(locations[rank])
@@ -754,6 +780,8 @@ def _write(trace: EventTrace, directory: Path) -> None:
                 for i, s in enumerate(sources):
                     total[i] += int(noise[s][row])
                 if kind == "recv":
+                    if any_order[row]:
+                        attributes = {**attributes, any_order_attribute: 1}
                     events.mpi_recv(finish, int(peers[row]), world, mpi_tag, 0,
                                     attributes=attributes)
                 elif kind == "collective":
@@ -762,6 +790,6 @@ def _write(trace: EventTrace, directory: Path) -> None:
                 events.metric(finish, counters, list(total))
                 events.leave(finish, regions[kind])
         document = {"format_version": FORMAT_VERSION, "latency": trace.latency,
-                    "attrs": trace.attrs, "time_zero_ticks": zero}
+                    "attrs": plain_metadata(trace.attrs), "time_zero_ticks": zero}
         _otf2.Archive_SetProperty(writer.handle, PROPERTY,
-                                  json.dumps(document, default=_plain), False)
+                                  json.dumps(document), False)
