@@ -1,4 +1,4 @@
-"""Run ROSS's PHOLD model on this machine and append one row per run to a CSV (issue #12).
+"""Run ROSS's PHOLD model on this machine and append one row per run to a CSV (issues #12, #18).
 
 The benchmark of Holder & Carothers (seed 004, Sect. 4.1) on a 2-CPU machine: PHOLD with
 16 KPs per PE, batch 4, gvt_interval 1024, 10 starting events per LP and their weak-scaling
@@ -7,15 +7,20 @@ and optimistic, 2 PEs optimistic at 10/50/100 % remote and gvt_interval 16/256/1
 2 PEs conservative, 4 PEs oversubscribed, ranks bound to cores or not, with and without
 a busy loop on CPU 1 (``data/dutyhog.c``, always busy or 1 ms of every 10 ms). The
 configurations run round-robin, every one once per repeat, so slow drifts of a shared
-machine spread over all of them.
+machine spread over all of them. ``--set issue18`` runs instead the grid of issue #18
+(:func:`grid_configurations`: gvt_interval 8–2048, remote share 5–75 %, batch 4 and 16 on
+2 PEs, another workload with 1 event per LP, and 1 PE), the out-of-sample test of the
+Time Warp model in notebook 13.
 
 Per run the row holds the configuration, ROSS's printed statistics (read with
 :func:`jitterlab.io.read_ross_summary`), the wall time of the launch, the CPU time of
 ROSS's process tree (``getrusage(RUSAGE_CHILDREN)`` around the launch), of the injected
 noise (its own rusage) and of other processes (busy time of all CPUs from
 ``/proc/stat`` minus those two), the 1-minute load before and after, and the exact
-command. The columns are :data:`COLUMNS`, described in ``data/measured/PROVENANCE.md``
-(section "ROSS PHOLD runs").
+command. A run during which other processes used more than :data:`DISTURBED_SHARE` of
+the 2 CPUs is flagged ``DISTURBED`` in the log (the table keeps its CPU times, so the flag
+can be recomputed: :func:`other_share`). The columns are :data:`COLUMNS`, described in
+``data/measured/PROVENANCE.md`` (section "ROSS PHOLD runs").
 
 ROSS is built outside the project (``data/measured/PROVENANCE.md`` gives the commit and
 the cmake line); ``--ross-build`` points at that build. Each finished run is appended to
@@ -28,9 +33,14 @@ Run with the project's Python, e.g. (the shipped table: 5 repeats)::
 
     .venv/bin/python data/run_ross_phold.py /tmp/ross-runs/runs.csv --reps 5
 
-and a quick check of three configurations::
+and a quick check of two configurations::
 
     .venv/bin/python data/run_ross_phold.py /tmp/check.csv --reps 1 --only seq opt2_r10
+
+The grid of issue #18 was appended to a copy of the shipped table (3 repeats)::
+
+    .venv/bin/python data/run_ross_phold.py runs.csv --set issue18 --reps 3 \\
+        --ross-build /work/ext/ross/build --work-dir /work/ext/ross/runs/work
 
 References
 ----------
@@ -140,7 +150,54 @@ CONFIGURATIONS = (
     Configuration("opt2_r10_g16_hog", 2, 3, gvt_interval=16, end_time=60, noise="hog"),
     Configuration("opt2_r10_g16_duty", 2, 3, gvt_interval=16, end_time=60, noise="duty"),
 )
-BY_NAME = {c.name: c for c in CONFIGURATIONS}
+
+#: the grid of issue #18, an out-of-sample test of the Time Warp model (seed 004 on this
+#: machine): gvt_interval, share of remote events and batch around the seed's 1024, 10 %
+#: and 4, at end time 50 (about 0.5 M committed events on 2 PEs)
+GRID_GVT_INTERVALS = (8, 64, 512, 2048)
+GRID_REMOTE_PERCENTS = (5, 10, 25, 50, 75)
+GRID_BATCHES = (4, 16)
+
+
+def grid_configurations() -> tuple[Configuration, ...]:
+    """The issue #18 grid, 25 configurations, all at 1024 LPs per PE.
+
+    On 2 PEs, optimistic, 10 events per LP, end time 50: every remote share of
+    :data:`GRID_REMOTE_PERCENTS` at gvt_interval 512 and batch 4 (the remote axis);
+    every gvt_interval of :data:`GRID_GVT_INTERVALS` at 10 and 50 % remote for both
+    batches (the gvt_interval and batch axes); 25 % remote at gvt_interval 8 and 2048
+    with batch 16. With 1 event per LP and end time 500 (another workload: as many events,
+    a tenth of the event population): 10 % remote, batch 4, gvt_interval 8 and 2048. On
+    1 PE, sequential, with 10 and with 1 event per LP.
+    """
+    def two_pes(remote, gvt, batch):
+        return Configuration(f"g2_r{remote}_i{gvt}_b{batch}", 2, 3, remote_percent=remote,
+                             gvt_interval=gvt, batch=batch, end_time=50)
+
+    grid = [two_pes(remote, 512, 4) for remote in GRID_REMOTE_PERCENTS]
+    grid += [two_pes(remote, gvt, batch) for batch in GRID_BATCHES
+             for gvt in GRID_GVT_INTERVALS for remote in (10, 50)
+             if (gvt, batch) != (512, 4)]
+    grid += [two_pes(25, gvt, 16) for gvt in (8, 2048)]
+    grid += [Configuration(f"g2_r10_i{gvt}_b4_s1", 2, 3, gvt_interval=gvt, end_time=500,
+                           start_events=1) for gvt in (8, 2048)]
+    grid += [Configuration("g1_seq", 1, 1, end_time=50),
+             Configuration("g1_seq_s1", 1, 1, end_time=500, start_events=1)]
+    return tuple(grid)
+
+
+GRID_CONFIGURATIONS = grid_configurations()
+#: the configuration sets the runner knows: ``--set``
+SETS = {"issue12": CONFIGURATIONS, "issue18": GRID_CONFIGURATIONS}
+BY_NAME = {c.name: c for c in CONFIGURATIONS + GRID_CONFIGURATIONS}
+#: a run is flagged as disturbed when other processes used more than this share of the
+#: machine's 2 CPUs while it ran (``other_cpu_s / (2 wall_s)``) [-]
+DISTURBED_SHARE = 0.10
+
+
+def other_share(row: dict) -> float:
+    """Share of the 2 CPUs that other processes used during the run of ``row``. [-]"""
+    return float(row["other_cpu_s"]) / (2 * float(row["wall_s"]))
 
 
 def ross_command(config: Configuration, ross_build: Path, mpiexec: Path) -> list[str]:
@@ -318,15 +375,21 @@ def main(argv=None) -> int:
     parser.add_argument("--mpiexec", type=Path,
                         default=Path(sys.executable).parent / "mpiexec",
                         help="mpiexec to launch with (default: beside this Python)")
+    parser.add_argument("--set", choices=list(SETS), default="issue12",
+                        help="the configurations: issue12 (the 17 of the shipped runs 1-85, "
+                        "default) or issue18 (the grid of gvt_interval, remote share and "
+                        "batch)")
     parser.add_argument("--only", nargs="+", choices=list(BY_NAME), default=None,
-                        metavar="CONFIG", help="run only these configurations: "
-                        + ", ".join(BY_NAME))
+                        metavar="CONFIG", help="run only these configurations (of any "
+                        "set): " + ", ".join(BY_NAME))
     parser.add_argument("--work-dir", type=Path, default=Path("/tmp/ross-runs"),
                         help="where ROSS runs, its outputs are kept and the noise injector "
                         "is built (default /tmp/ross-runs)")
     parser.add_argument("--timeout", type=float, default=600.0,
                         help="seconds after which a run is killed and not recorded")
     args = parser.parse_args(argv)
+    # a terminated recording cleans up like an interrupted one (the finally of run_once)
+    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
 
     if args.reps < 1:
         parser.error(f"--reps must be at least 1, got {args.reps}")
@@ -334,7 +397,7 @@ def main(argv=None) -> int:
     if not phold.is_file():
         parser.error(f"no PHOLD binary {phold}: build ROSS as data/measured/PROVENANCE.md "
                      "says, or give --ross-build")
-    configs = [BY_NAME[n] for n in args.only] if args.only else list(CONFIGURATIONS)
+    configs = [BY_NAME[n] for n in args.only] if args.only else list(SETS[args.set])
     if any(c.synch != 1 for c in configs) and not args.mpiexec.is_file():
         parser.error(f"no mpiexec {args.mpiexec}: give --mpiexec")
     if os.cpu_count() != 2:
@@ -355,7 +418,7 @@ def main(argv=None) -> int:
     (work_dir / "outputs").mkdir(parents=True, exist_ok=True)
     dutyhog = build_dutyhog(work_dir) if any(c.noise for c in configs) else None
 
-    run, failed = first_run, []
+    run, failed, disturbed = first_run, [], []
     for repeat in range(first_repeat, first_repeat + args.reps):
         for config in configs:
             command = ross_command(config, args.ross_build, args.mpiexec)
@@ -374,10 +437,19 @@ def main(argv=None) -> int:
             else:
                 row = make_row(config, run, repeat, started_at, statistics, measured, command)
                 append_row(output, row)
+                share = other_share(row)
+                flag = ""
+                if share > DISTURBED_SHARE:
+                    disturbed.append(run)
+                    flag = "  DISTURBED"
                 print(f"run {run:3d}  {config.name:<19} repeat {repeat}  "
                       f"{float(row['event_rate_per_s']):>11,.0f} events/s  load "
-                      f"{row['load_before']} -> {row['load_after']}", flush=True)
+                      f"{row['load_before']} -> {row['load_after']}  others "
+                      f"{100 * share:.1f} % of 2 CPUs{flag}", flush=True)
             run += 1
+    if disturbed:
+        print(f"{len(disturbed)} runs disturbed (other processes above "
+              f"{100 * DISTURBED_SHARE:g} % of the 2 CPUs): {disturbed}", file=sys.stderr)
     if failed:
         print(f"{len(failed)} runs not recorded: {failed}", file=sys.stderr)
         return 1

@@ -188,3 +188,46 @@ def test_main_records_finished_runs_only(runner, tmp_path, capsys, end_time, sta
         assert printed.out.count("opt2_r10") == 2
     else:
         assert printed.err.count("NOT RECORDED") == 2
+
+
+def test_the_issue18_grid(runner):
+    grid = runner.SETS["issue18"]
+    assert len(grid) == 25 and len({c.name for c in grid}) == 25
+    assert runner.SETS["issue12"] == runner.CONFIGURATIONS
+    two = [c for c in grid if c.pes == 2]
+    # every axis of the grid is covered on 2 PEs, optimistic, without injected noise
+    assert {c.gvt_interval for c in two} == set(runner.GRID_GVT_INTERVALS)
+    assert {c.remote_percent for c in two} == set(runner.GRID_REMOTE_PERCENTS)
+    assert {c.batch for c in two} == set(runner.GRID_BATCHES)
+    assert all(c.synch == 3 and c.noise is None for c in two)
+    # the remote axis at gvt_interval 512, batch 4: all five shares, 10 events per LP
+    axis = [c.remote_percent for c in two if (c.gvt_interval, c.batch, c.start_events)
+            == (512, 4, 10)]
+    assert sorted(axis) == [5, 10, 25, 50, 75]
+    # the other workload: a tenth of the events per LP, ten times the end time
+    other = [c for c in grid if c.start_events == 1]
+    assert {c.end_time for c in other} == {500} and len(other) == 3
+    assert {c.end_time for c in grid if c.start_events == 10} == {50}
+    command = runner.ross_command(runner.BY_NAME["g2_r25_i2048_b16"], ROSS_BUILD, MPIEXEC)
+    assert command[:3] == [str(MPIEXEC), "-n", "2"]
+    assert "--gvt-interval=2048" in command and "--batch=16" in command
+    assert "--remote=0.25" in command and "--end=50" in command
+
+
+def test_disturbed_runs_are_flagged(runner, tmp_path, capsys):
+    build = _fake_ross(tmp_path, "300.00")
+    output = tmp_path / "runs.csv"
+    busy = iter([0.0, 1e6] * 4)  # /proc/stat: far more busy time than ROSS used
+    original = runner.busy_cpu_seconds
+    runner.busy_cpu_seconds = lambda: next(busy)
+    try:
+        code = runner.main([str(output), "--reps", "1", "--only", "opt2_r10",
+                            "--ross-build", str(build), "--mpiexec",
+                            str(tmp_path / "mpiexec"), "--work-dir", str(tmp_path / "work")])
+    finally:
+        runner.busy_cpu_seconds = original
+    printed = capsys.readouterr()
+    assert code == 0
+    row = runner.read_done(output)[0]
+    assert runner.other_share(row) > runner.DISTURBED_SHARE
+    assert "DISTURBED" in printed.out and "1 runs disturbed" in printed.err

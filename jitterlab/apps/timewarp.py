@@ -452,9 +452,9 @@ def calibrate_timewarp(runs: pd.DataFrame, *, allreduces: int = 2) -> TimeWarpCa
     in logarithms, log(ρ / f) = log(coefficient) + exponent · log(E / 1024), over the
     parallel configurations with rollbacks (ρ = events rolled back / committed; f the
     network fraction of :func:`phold_network_fraction`; E = batch · gvt_interval). The
-    network cost and the latency are then a non-negative least-squares fit of the
-    measured time per committed event and PE, (1 + ρ)(event_cost + f · network_cost
-    + C / E), with C the all-reduces of one GVT computation (linear in both).
+    network cost and the latency are then a non-negative least-squares fit, in relative
+    residuals, of the measured time per committed event and PE, (1 + ρ)(event_cost + f ·
+    network_cost + C / E), with C the all-reduces of one GVT computation (linear in both).
 
     Raises
     ------
@@ -510,8 +510,10 @@ def calibrate_timewarp(runs: pd.DataFrame, *, allreduces: int = 2) -> TimeWarpCa
     scale = 1.0 + rho.to_numpy()
     design = np.column_stack([scale * (table["network"] + np.array(per_cost) / table["events"]),
                               scale * np.array(per_latency) / table["events"]])
-    target = table["seconds"].to_numpy() - scale * event_cost
-    (network_cost, latency), _ = nnls(design, target)
+    seconds = table["seconds"].to_numpy()
+    target = seconds - scale * event_cost
+    # relative residuals: a configuration 100 times slower does not weigh 100 times more
+    (network_cost, latency), _ = nnls(design / seconds[:, None], target / seconds)
     return TimeWarpCalibration(
         event_cost=event_cost, network_cost=float(network_cost), latency=float(latency),
         rollback_coefficient=coefficient, rollback_exponent=float(exponent),
