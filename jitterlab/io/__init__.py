@@ -44,13 +44,14 @@ from . import _common, ftq, fwq, native, sysjitter
 from ._common import NotATraceError, strip_gz
 from .ftq import FTQMeasurement, read_ftq
 from .fwq import read_fwq
+from .loggopsim import read_timeline as read_loggopsim_timeline
 from .otf2 import read_otf2_events, write_otf2_events
 from .ross import read_summary as read_ross_summary
 from .sysjitter import read_summary as read_sysjitter_summary
 
 __all__ = ["read_trace", "FORMATS", "EXTENSIONS", "NOT_TRACES", "NotATraceError",
            "read_sysjitter_summary", "read_ftq", "FTQMeasurement", "read_fwq",
-           "read_ross_summary", "read_otf2_events", "write_otf2_events"]
+           "read_ross_summary", "read_otf2_events", "write_otf2_events", "read_loggopsim_timeline"]
 
 #: format name -> module of this package that reads it
 FORMATS: dict[str, str] = {
