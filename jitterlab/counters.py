@@ -515,7 +515,7 @@ def read_perf_stat(path: str | Path, names: dict[str, str] | None = None) -> pd.
     translate = {**PERF_TO_PAPI, **(names or {})}
     records, status = [], {}
     has_time = has_cpu = False
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(_whole_text(path).splitlines(), 1):
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
@@ -611,10 +611,15 @@ def read_papi(path: str | Path) -> pd.DataFrame:
       containing colons (``perf::CYCLES``). A name already seen in the current
       measurement, or a dashed line, starts a new measurement (row), so the outputs of
       several runs concatenated into one file give one row each, labelled ``run`` 0, 1,
-      ....
+      .... The last measurement must be closed by the dashed line papi_command_line
+      prints at its end: output cut short is refused, not read as a smaller count.
     * **CSV**: a header line naming the columns (at least one starting with ``PAPI_``),
       then one row per measurement; the other columns are labels (``processors``,
-      ``remote_fraction``, ``run``, ...).
+      ``remote_fraction``, ``run``, ...). Every ``PAPI_`` cell must be a number (not
+      empty, not a boolean).
+
+    Either way the file must end with a newline: a file that ends inside a line was cut
+    short.
 
     Parameters
     ----------
@@ -645,17 +650,26 @@ def read_papi(path: str | Path) -> pd.DataFrame:
     [{'run': 0, 'PAPI_L3_TCM': 30, 'PAPI_L3_TCH': 970}]
     """
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
+    text = _whole_text(path)
     lines = text.splitlines()
     first = next((line for line in lines if line.strip()), None)
     if first is None:
         raise ValueError(f"{path}: the file is empty")
     if "," in first and any(f.strip().startswith("PAPI_") for f in first.split(",")):
-        table = pd.read_csv(path)
+        counters = [f.strip() for f in first.split(",") if f.strip().startswith("PAPI_")]
+        table = pd.read_csv(path, dtype=dict.fromkeys(counters, str))
+        for column in counters:
+            values = [None if isinstance(v, float) else _papi_value(v) for v in table[column]]
+            bad = [i for i, v in enumerate(values) if v is None]
+            if bad:
+                raise ValueError(f"{path}, line {bad[0] + 2}: counter {column} must be a count, "
+                                 f"got {table[column].iat[bad[0]]!r}")
+            table[column] = pd.Series(values, index=table.index).infer_objects()
         labels = [c for c in table.columns if not str(c).startswith("PAPI_")]
         table.attrs = {"labels": labels, "units": {}, "unavailable": {}, "path": str(path)}
         return table
     rows, current, units, unavailable = [], {}, {}, {}
+    last_value = 0  # line of the last value read
     for number, line in enumerate(lines, 1):
         stripped = line.strip()
         if stripped.startswith("----"):
@@ -682,10 +696,13 @@ def read_papi(path: str | Path) -> pd.DataFrame:
             rows.append(current)
             current = {}
         current[name] = value
+        last_value = number
         if unit.strip():
             units[name] = unit.strip()
     if current:
-        rows.append(current)
+        raise ValueError(f"{path}, line {last_value}: the last measurement is not closed by "
+                         f"papi_command_line's dashed line: the output was cut short, so its "
+                         f"last value may be incomplete")
     if not rows:
         raise ValueError(f"{path}: neither papi_command_line output (lines 'EVENT : value') "
                          "nor a CSV whose header names PAPI counters (PAPI_...)")
@@ -873,6 +890,18 @@ def measure_perf_stat(command: list[str], events=PERF_EVENTS,
     table.attrs["command"] = " ".join([*argv[:4], "<tmp>", *argv[5:], *command])
     table.attrs["status_wrapper"] = " ".join(_STATUS_WRAPPER[:2]) + f" {_STATUS_WRAPPER[2]!r}"
     return table, status
+
+
+def _whole_text(path: Path) -> str:
+    """The text of a counter file, refused when its last line has no newline (a file cut
+    short mid-number would otherwise be read as a smaller, complete count)."""
+    text = path.read_text(encoding="utf-8")
+    if text and not text.endswith("\n"):
+        number = text.count("\n") + 1
+        raise ValueError(f"{path}, line {number}: the file ends inside a line (no newline "
+                         f"after {text.splitlines()[-1][-40:]!r}): it was cut short; if the "
+                         f"line is complete, end it with a newline")
+    return text
 
 
 def _read_text(path: str) -> str:
