@@ -170,6 +170,13 @@ def test_calibration_recovers_the_parameters_of_runs_it_generated():
                  "rollback_exponent"):
         assert getattr(fitted, name) == pytest.approx(getattr(TRUE, name), rel=1e-9), name
     assert fitted.workload == Workload(1024, 10)
+    # its predictions are timewarp_predict's noiseless rates
+    table = runs[["pes", "batch", "gvt_interval", "remote_percent", "nlp", "start_events"]]
+    for (i, row), rate in zip(table.iterrows(), TRUE.predict(table)["event_rate_per_s"],
+                              strict=True):
+        model = TRUE.model(row["batch"], row["gvt_interval"], row["remote_percent"], row["pes"])
+        expected = timewarp_predict(model, n=row["pes"], workload=Workload(1024, 10))
+        assert rate == pytest.approx(float(expected["event_rate"][0]), rel=1e-12), i
     assert fitted.calibrated_on == ("1", "2", "3", "4", "5")
     assert ROLLBACK_REFERENCE_EVENTS == 1024
 
