@@ -359,12 +359,13 @@ def stationarity(data, window: float | None = None, *, windows: int | None = Non
     window, ``u_i`` the pooled rank of detour ``i``'s size scaled to (0, 1), which has mean
     0 in every window when the size law does not change, whatever the rate) and the CUSUM
     statistic ``D = max_k |Σ_{j≤k}(X_j − X̄)| / (σ √K)``. ``σ²`` = ``m`` times the Bartlett
-    long-run variance [3] of the sub-window totals centred on their window's mean, with
-    lags up to ``min(m // 2, ⌊4 (Km/100)^{2/9}⌋)``, corrected for the centring — so a
-    change of level between windows does not inflate ``σ`` and clustered detours (bursts)
-    do not pass for a change. The p-value is the exact law of ``D`` for ``K`` iid Gaussian
-    totals, simulated (:data:`NULL_DRAWS` draws); with tens of detours per window the
-    totals are close to Gaussian. Dependence longer than a window cannot be told from
+    long-run variance (Newey & West 1987) of the sub-window totals centred on their
+    window's mean, with lags up to ``min(m // 2, ⌊4 (Km/100)^{2/9}⌋)``, corrected for the
+    centring — so a change of level between windows does not inflate ``σ`` and clustered
+    detours (bursts) do not pass for a change. The p-value is the exact law of ``D`` for
+    ``K`` iid Gaussian totals with ``σ`` estimated the same way, simulated
+    (:data:`NULL_DRAWS` draws); with tens of detours per window the totals are close to
+    Gaussian. Dependence longer than a window cannot be told from
     drift by any test on one recording.
 
     The ``*_independent_p_value`` tests assume independent detours (a Poisson process;

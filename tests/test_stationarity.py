@@ -110,6 +110,16 @@ def test_rate_jump_is_rejected_and_located_within_a_window(seed):
     assert rates[: rates.size // 2].mean() < rates[rates.size // 2:].mean() / 5
 
 
+def test_size_test_is_not_fooled_by_a_rate_jump():
+    """Sizes drawn from one law while the rate jumps ×10: the size test (centred ranks)
+    still rejects at most at its nominal rate."""
+    trials = 100
+    rng = np.random.default_rng(12)
+    rejected = [stationarity(poisson_trace(rng, factor=10.0)).attrs["size_p_value"] < LEVEL
+                for _ in range(trials)]
+    assert np.mean(rejected) < rejection_bound(trials)
+
+
 def test_size_jump_is_rejected_without_a_rate_change():
     rng = np.random.default_rng(11)
     check = stationarity(poisson_trace(rng, size_factor=3.0))
