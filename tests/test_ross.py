@@ -26,12 +26,32 @@ def test_real_output_gives_the_shipped_row(name, run):
 
 
 def test_the_shipped_runs_hold_together():
-    runs = load_ross_phold()
+    table = load_ross_phold()
+    assert table["run"].is_unique and (table["run"].diff().dropna() == 1).all()
+    runs = table[table["run"] <= 85]  # issue #12
     assert len(runs) == 85
     assert set(runs["pes"]) == {1, 2, 4}
     assert runs["oversubscribed"].astype(bool).eq(runs["pes"] > 2).all()
     assert ((runs["efficiency_percent"] > 0) & (runs["efficiency_percent"] <= 100)).all()
-    assert runs.attrs["provenance"]["kind"] == "ross_phold"
+    assert table.attrs["provenance"]["kind"] == "ross_phold"
+
+
+def test_the_appended_grid_holds_together():
+    # issue #18: appended after run 85, every configuration of the grid in every repeat
+    # (round robin), ROSS's rate = committed / running time, efficiency = 1 - rolled back /
+    # committed as ROSS defines it (negative when more roll back than commit)
+    table = load_ross_phold()
+    grid = table[table["run"] > 85]
+    assert len(grid) >= 25 and set(grid["pes"]) == {1, 2}
+    per_repeat = grid.groupby("repeat")["config"].agg(list)
+    assert per_repeat.map(len).max() == grid["config"].nunique() == 25
+    assert (per_repeat.iloc[:-1].map(len) == 25).all()  # only the last may be cut short
+    rate = grid["committed_events"] / grid["running_time_s"]
+    assert (abs(rate / grid["event_rate_per_s"] - 1) < 1e-3).all()
+    efficiency = 100 * (1 - grid["events_rolled_back"] / grid["committed_events"])
+    assert (abs(efficiency - grid["efficiency_percent"]) < 0.006).all()
+    assert set(grid["start_events"]) == {1, 10}
+    assert (grid["other_cpu_s"] >= -0.05).all()
 
 
 def test_output_that_did_not_finish_is_refused(tmp_path):

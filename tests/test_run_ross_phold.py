@@ -90,14 +90,18 @@ def test_refuses_an_unfinished_run_or_another_configuration(runner):
         runner.parse_output(text, runner.BY_NAME["seq"])
 
 
-def test_configurations_are_the_shipped_ones(runner, shipped):
-    # the 17 configurations in the shipped table's order of first appearance, their
+@pytest.mark.parametrize("name, first, last, build", [
+    ("issue12", 1, 85, ROSS_BUILD), ("issue18", 86, None, Path("/work/ext/ross/build"))])
+def test_configurations_are_the_shipped_ones(runner, shipped, name, first, last, build):
+    # each set's configurations in the shipped table's order of first appearance, their
     # columns and their commands as written, character for character
-    table = shipped[CONFIG_COLUMNS].drop_duplicates().reset_index(drop=True)
-    assert table["config"].is_unique and len(table) == 17
+    run = shipped["run"].astype(int)
+    rows = shipped[(run >= first) & (run <= (last or run.max()))]
+    table = rows[CONFIG_COLUMNS].drop_duplicates().reset_index(drop=True)
+    assert table["config"].is_unique and len(table) == len(runner.SETS[name])
     ours = []
-    for config in runner.CONFIGURATIONS:
-        command = runner.ross_command(config, ROSS_BUILD, MPIEXEC)
+    for config in runner.SETS[name]:
+        command = runner.ross_command(config, build, MPIEXEC)
         row = runner.make_row(config, 1, 1, datetime.now().astimezone(),
                               dict.fromkeys(runner.STATISTICS, 0), dict.fromkeys(
                                   ("wall_s", "ross_cpu_s", "noise_cpu_s", "other_cpu_s",
