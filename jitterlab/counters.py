@@ -188,7 +188,7 @@ def l2_miss_rate(table: pd.DataFrame) -> pd.Series:
     """
     counts = _counts(table, "L2_MISS_RATE")
     return _ratio(table, "L2_MISS_RATE", counts["PAPI_L2_TCM"], counts["PAPI_L2_TCA"],
-                  "PAPI_L2_TCA")
+                  "PAPI_L2_TCA", part="PAPI_L2_TCM")
 
 
 def l2_data_miss_rate(table: pd.DataFrame) -> pd.Series:
@@ -226,7 +226,7 @@ def l2_data_miss_rate(table: pd.DataFrame) -> pd.Series:
     """
     counts = _counts(table, "L2_DATA_MISS_RATE")
     hit_rate = _ratio(table, "L2_DATA_MISS_RATE", counts["PAPI_L2_DCH"],
-                      counts["PAPI_L2_DCA"], "PAPI_L2_DCA")
+                      counts["PAPI_L2_DCA"], "PAPI_L2_DCA", part="PAPI_L2_DCH")
     return (1.0 - hit_rate).rename("L2_DATA_MISS_RATE")
 
 
@@ -421,13 +421,23 @@ def _counts(table: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 
 def _ratio(table: pd.DataFrame, metric: str, numerator: pd.Series, denominator: pd.Series,
-           what: str) -> pd.Series:
+           what: str, part: str | None = None) -> pd.Series:
+    """numerator / denominator; with ``part`` the numerator counts a subset of the
+    denominator's events (misses or hits of the accesses), so it cannot exceed it."""
+    number = EQUATIONS[metric][0]
     zero = denominator == 0
     if zero.any():
         row = zero.idxmax()
-        number = EQUATIONS[metric][0]
         raise ValueError(f"equation {number} ({metric}) divides by {what}, which is zero in "
                          f"row {_row(table, row)}")
+    if part is not None:
+        over = numerator > denominator
+        if over.any():
+            row = over.idxmax()
+            raise ValueError(f"{part} ({_plain(numerator[row])}) exceeds {what} "
+                             f"({_plain(denominator[row])}) in row {_row(table, row)}: they "
+                             f"count a subset of the same accesses, so the counts are mixed up "
+                             f"or from different runs (equation {number}, {metric})")
     return (numerator / denominator).rename(metric)
 
 
@@ -895,7 +905,11 @@ def measure_perf_stat(command: list[str], events=PERF_EVENTS,
 def _whole_text(path: Path) -> str:
     """The text of a counter file, refused when its last line has no newline (a file cut
     short mid-number would otherwise be read as a smaller, complete count)."""
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not a text file of counts ({err.reason} at byte "
+                         f"{err.start})") from None
     if text and not text.endswith("\n"):
         number = text.count("\n") + 1
         raise ValueError(f"{path}, line {number}: the file ends inside a line (no newline "

@@ -260,6 +260,10 @@ def _sources(events: EventTrace, sources) -> list[str]:
         return names
     if isinstance(sources, str):
         sources = [sources]
+    if not all(isinstance(name, str) for name in np.atleast_1d(np.asarray(sources,
+                                                                           dtype=object))):
+        raise TypeError(f"sources must be a source name or a list of them (e.g. 'combined', "
+                        f"['tick', 'daemon']), got {sources!r}")
     names = list(sources)
     if not names:
         raise ValueError("sources must name at least one noise source")

@@ -176,6 +176,10 @@ def _noise_members(definitions, metrics, anchor: Path) -> dict:
                   if m.name.startswith(NOISE_PREFIX) and len(m.name) > len(NOISE_PREFIX)}
     elif isinstance(metrics, dict):
         chosen = dict(metrics)
+    elif not (isinstance(metrics, str) or (isinstance(metrics, list | tuple)
+                                           and all(isinstance(m, str) for m in metrics))):
+        raise TypeError(f"metrics must be a member name, a list of them or a dict of member "
+                        f"-> source name, got {metrics!r}")
     else:
         chosen = {name: (name[len(NOISE_PREFIX):] if name.startswith(NOISE_PREFIX) else name)
                   for name in ([metrics] if isinstance(metrics, str) else metrics)}
@@ -685,6 +689,8 @@ def write_otf2_events(trace: EventTrace, path, *, overwrite: bool = False) -> Pa
         raise TypeError(f"trace must be a jl.EventTrace, got {type(trace).__name__}")
     if isinstance(path, bytes) or not isinstance(path, str | os.PathLike):
         raise TypeError(f"path must be a str or path-like, got {type(path).__name__}")
+    if not isinstance(overwrite, bool):
+        raise TypeError(f"overwrite must be True or False, got {overwrite!r}")
     plain_metadata(trace.attrs)  # refuse metadata JSON cannot keep, before writing anything
     path = Path(path)
     if path.exists() and not overwrite:

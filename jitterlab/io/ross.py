@@ -70,6 +70,9 @@ def read_summary(source) -> pd.Series:
                                      and Path(source).is_file()):
         name = str(source)
         text = Path(source).read_text(encoding="utf-8", errors="replace")
+    elif isinstance(source, str) and "\n" not in source:
+        raise FileNotFoundError(f"{source}: no such file (ROSS's output as text has many "
+                                f"lines; a single line is taken for a path)")
     elif isinstance(source, str):
         name, text = "<text>", source
     else:
