@@ -47,7 +47,8 @@ from ._checks import check_integer, check_positive
 from .trace import Trace
 
 __all__ = ["stationarity", "cusum_p_value", "recording_series", "check_recordings",
-           "STATIONARITY_COLUMNS", "STATIONARITY_COMMAND", "STATIONARITY_TABLE"]
+           "round_robin_test", "STATIONARITY_COLUMNS", "STATIONARITY_COMMAND",
+           "STATIONARITY_TABLE"]
 
 #: default number of windows when ``window`` is not given
 DEFAULT_WINDOWS = 20
@@ -60,7 +61,8 @@ NULL_DRAWS = 50_000
 NULL_SEED = 20261125
 
 #: columns of :func:`check_recordings` (and of ``data/stationarity.csv``)
-STATIONARITY_COLUMNS = ("file", "kind", "series", "collected_at", "duration_s", "windows",
+STATIONARITY_COLUMNS = ("file", "kind", "series", "collected_at", "session", "duration_s",
+                        "windows",
                         "window_s", "events", "event_rate_per_s", "rate_p_value",
                         "size_p_value", "rate_independent_p_value",
                         "size_independent_p_value", "rate_change_points_s",
@@ -669,12 +671,24 @@ def recording_series(file: str) -> tuple[object, dict, str]:
 SESSION_GAP = 1800.0
 
 
-def _rounds_test(runs: pd.DataFrame) -> tuple[float, int, int]:
-    """Do the rounds of one round-robin session differ? Blocks = configurations,
-    treatments = each configuration's 1st, 2nd, ... run of the session (running time):
-    Friedman test for 3 or more rounds, Wilcoxon signed-rank for 2. Uses the k rounds
-    that the most configurations (at least 3) completed. Returns (p, configurations,
-    rounds); p is NaN when no test is possible."""
+def round_robin_test(runs: pd.DataFrame) -> tuple[float, int, int]:
+    """Do the rounds of one round-robin session differ (drift across the session)?
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        One row per run, with columns ``config``, ``started_at`` and ``running_time_s``
+        [s] (as :func:`jitterlab.datasets.load_ross_phold`).
+
+    Returns
+    -------
+    tuple
+        ``(p_value, configurations, rounds)``. Blocks are the configurations, treatments
+        each configuration's 1st, 2nd, ... run in time order: a Friedman test for 3 or
+        more rounds, a Wilcoxon signed-rank test for 2, on the k rounds that give the
+        most runs with at least 3 configurations. ``(nan, 0, 0)`` when no configuration
+        set allows a test.
+    """
     ordered = runs.sort_values("started_at")
     ordered = ordered.assign(round=ordered.groupby("config").cumcount())
     counts = ordered.groupby("config").size()
@@ -697,7 +711,7 @@ def _rounds_test(runs: pd.DataFrame) -> tuple[float, int, int]:
 
 def _ross_row(file: str) -> dict:
     """The ROSS PHOLD table: sessions (runs less than :data:`SESSION_GAP` apart), in each a
-    test of its round-robin rounds (:func:`_rounds_test`); the verdict at 5 % over the
+    test of its round-robin rounds (:func:`round_robin_test`); the verdict at 5 % over the
     sessions (Bonferroni)."""
     from . import datasets
 
@@ -709,7 +723,7 @@ def _ross_row(file: str) -> dict:
     level = 0.05
     p_values, parts = [], []
     for _, group in runs.groupby("session"):
-        p_value, configs, rounds = _rounds_test(group)
+        p_value, configs, rounds = round_robin_test(group)
         parts.append(f"{group['started_at'].min():%Y-%m-%d %H:%M}–"
                      f"{group['started_at'].max():%H:%M} UTC: {len(group)} runs, "
                      + (f"{configs} configurations x {rounds} rounds, p = {p_value:.3g}"
@@ -760,7 +774,10 @@ def check_recordings(files=None) -> pd.DataFrame:
     -------
     pandas.DataFrame
         Columns :data:`STATIONARITY_COLUMNS`: the file, its kind, the series tested
-        (:func:`recording_series`), when it was recorded (UTC), its duration [s], the
+        (:func:`recording_series`), when it was recorded (UTC), its ``session`` (1, 2, ...
+        in time order; recordings started less than :data:`SESSION_GAP` after the one
+        before share a session — back to back or interleaved, not hours apart), its
+        duration [s], the
         number and length [s] of the windows, the detours in them, the mean detour rate
         [1/s], the four p-values, the change points of the rate and of the sizes (times
         from the start [s], separated by ``;``), the ratio of the largest to the smallest
@@ -770,6 +787,8 @@ def check_recordings(files=None) -> pd.DataFrame:
 
     table = datasets.list_measurements()
     files = list(table.index) if files is None else list(files)
+    started = pd.to_datetime(table["collected_at"]).sort_values()
+    sessions = (started.diff().dt.total_seconds() > SESSION_GAP).cumsum() + 1
     rows = []
     for file in files:
         if file in table.index and table.loc[file, "kind"] == "ross_phold":
@@ -791,6 +810,7 @@ def check_recordings(files=None) -> pd.DataFrame:
                 row[f"{key}_change_points_s"] = ";".join(
                     f"{t:.4g}" for t in check.attrs[f"{key}_change_points"])
         row["collected_at"] = table.loc[file, "collected_at"]
+        row["session"] = sessions[file]
         rows.append(row)
     return pd.DataFrame(rows, columns=list(STATIONARITY_COLUMNS))
 

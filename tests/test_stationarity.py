@@ -20,6 +20,7 @@ from jitterlab.stationarity import (
     STATIONARITY_TABLE,
     check_recordings,
     cusum_p_value,
+    round_robin_test,
     stationarity,
 )
 
@@ -310,3 +311,30 @@ def test_shipped_table_is_what_the_command_writes(shipped_checks):
     assert STATIONARITY_COMMAND in record
     for name in shipped["file"]:
         assert f"`{name}`" in record, f"{name} is not discussed in stationarity.md"
+
+
+def round_robin_runs(rng, configs=8, rounds=4, slow_round=None, factor=1.2):
+    """Runs of ``configs`` configurations in ``rounds`` round-robin rounds, 10 s apart,
+    running times log-normal around a per-configuration level; ``slow_round`` runs
+    ``factor`` times slower for every configuration."""
+    rows = []
+    for round_ in range(rounds):
+        for config in range(configs):
+            time = (10.0 + config) * rng.lognormal(0, 0.05)
+            if round_ == slow_round:
+                time *= factor
+            rows.append({"config": f"c{config}", "running_time_s": time,
+                         "started_at": pd.Timestamp("2026-11-22T16:00:00Z")
+                         + pd.Timedelta(seconds=10 * (round_ * configs + config))})
+    return pd.DataFrame(rows)
+
+
+def test_round_robin_test_finds_a_slow_round():
+    rng = np.random.default_rng(9)
+    p_value, configs, rounds = round_robin_test(round_robin_runs(rng, slow_round=2))
+    assert (configs, rounds) == (8, 4)
+    # a round slower for all 8 configurations: Friedman's statistic is at its largest
+    assert p_value < 0.01
+    two = round_robin_test(round_robin_runs(rng, rounds=2, slow_round=1))
+    assert two[1:] == (8, 2) and two[0] < 0.01  # Wilcoxon: 8 of 8 pairs in one direction
+    assert math.isnan(round_robin_test(round_robin_runs(rng, configs=2))[0])
