@@ -29,7 +29,7 @@ from ._checks import check_probability, check_size
 from ._integrate import quad, quantile_tail_integral
 from ._random import RngLike, as_generator
 from .maxofn import _log_cdf_of_max, exact_max_mean
-from .validate import MaxOfN, _normalised_ranks, _paired_samples, _spearman_pairs
+from .validate import MaxOfN, normalised_ranks, paired_samples, spearman_pairs
 
 __all__ = ["GaussianCopulaMax", "gaussian_rho"]
 
@@ -178,10 +178,10 @@ class GaussianCopulaMax(MaxOfN):
         """
         from .noise import Empirical
 
-        paired = _paired_samples(samples, variable, sample_dim, rank_dim).values
+        paired = paired_samples(samples, variable, sample_dim, rank_dim).values
         n_ranks = paired.shape[0]
         pairs = [(a, b) for a in range(n_ranks) for b in range(a + 1, n_ranks)]
-        spearman = float(np.mean(_spearman_pairs(_normalised_ranks(paired), pairs)))
+        spearman = float(np.mean(spearman_pairs(normalised_ranks(paired), pairs)))
         rho = gaussian_rho(min(max(spearman, -1.0), 1.0))
         law = cls([Empirical(row) for row in paired], n=n_ranks if n is None else n,
                   rho=max(rho, 0.0))

@@ -472,7 +472,7 @@ def explore(noise=None):
     import ipywidgets as widgets
 
     from .datasets import load_detour
-    from .plotting import _task_count_label
+    from .plotting import task_count_label
 
     if noise is not None and not isinstance(noise, NoiseModel | Trace):
         raise TypeError(f"noise must be a jl.noise law or a jl.Trace, got "
@@ -491,7 +491,7 @@ def explore(noise=None):
     parameter_box = widgets.VBox()
     n_values = [2**k for k in range(21)]
     n_max = widgets.SelectionSlider(
-        options=[(_task_count_label(v), v) for v in n_values], value=2**16,
+        options=[(task_count_label(v), v) for v in n_values], value=2**16,
         description="largest N [-]", continuous_update=False, style=style, layout=wide)
     work = widgets.FloatLogSlider(value=1000.0, base=10, min=1, max=5, step=0.05,
                                   description="work w [µs]", continuous_update=False,

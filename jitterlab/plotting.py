@@ -205,7 +205,7 @@ def plot_bounds(ds: xr.Dataset, ax=None, measured: Mapping[str, tuple] | None = 
 # --------------------------------------------------------------------------------------
 # slowdown against the number of tasks (jitSim Fig. 7-10)
 # --------------------------------------------------------------------------------------
-def _task_count_label(value, _position=None) -> str:
+def task_count_label(value, _position=None) -> str:
     """1, 2, ..., 512, 1K, 2K, ..., 512K, 1M, ... (binary prefixes, as jitSim's axes)."""
     value = round(value)
     for size, suffix in ((2**20, "M"), (2**10, "K")):
@@ -234,7 +234,7 @@ def log2_task_axis(ax, n_min: int, n_max: int) -> None:
     powers = 2.0 ** np.arange(low, high + 1)
     step = 1 if powers.size <= 12 else 2
     ax.xaxis.set_major_locator(FixedLocator(powers[::step]))
-    ax.xaxis.set_major_formatter(FuncFormatter(_task_count_label))
+    ax.xaxis.set_major_formatter(FuncFormatter(task_count_label))
     ax.xaxis.set_minor_locator(FixedLocator(powers))
     ax.xaxis.set_minor_formatter(NullFormatter())
 

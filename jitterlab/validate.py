@@ -854,7 +854,7 @@ def _plain(value):
 DEFAULT_EXCEEDANCE_LEVELS = (0.5, 0.75, 0.9, 0.95, 0.99)
 
 
-def _paired_samples(samples, variable, sample_dim, rank_dim) -> xr.DataArray:
+def paired_samples(samples, variable, sample_dim, rank_dim) -> xr.DataArray:
     """(rank, sample) samples of the iterations that every rank measured."""
     array = _rank_sample_array(samples, "samples", variable, sample_dim, rank_dim)
     if array.sizes[rank_dim] < 2:
@@ -869,12 +869,12 @@ def _paired_samples(samples, variable, sample_dim, rank_dim) -> xr.DataArray:
     return array.isel({sample_dim: np.flatnonzero(complete)})
 
 
-def _spearman_pairs(ranks: np.ndarray, pairs) -> np.ndarray:
+def spearman_pairs(ranks: np.ndarray, pairs) -> np.ndarray:
     """Spearman correlation of every pair from centred, normalised ranks (rank, sample)."""
     return np.array([float(ranks[a] @ ranks[b]) for a, b in pairs])
 
 
-def _normalised_ranks(values: np.ndarray) -> np.ndarray:
+def normalised_ranks(values: np.ndarray) -> np.ndarray:
     ranks = stats.rankdata(values, axis=-1)
     ranks -= ranks.mean(axis=-1, keepdims=True)
     norm = np.sqrt((ranks ** 2).sum(axis=-1, keepdims=True))
@@ -1061,7 +1061,7 @@ def check_independence(samples, thresholds=None, *, variable: str = "compute",
     confidence = _check_confidence(confidence)
     resamples = check_integer("resamples", resamples, minimum=1)
     gen = as_generator(rng)
-    paired = _paired_samples(samples, variable, sample_dim, rank_dim)
+    paired = paired_samples(samples, variable, sample_dim, rank_dim)
     values = paired.values
     n_ranks, m = values.shape
     if thresholds is None:
@@ -1083,8 +1083,8 @@ def check_independence(samples, thresholds=None, *, variable: str = "compute",
         raise ValueError(f"resamples={resamples} cannot give a p-value below "
                          f"{size:g} over {n_tests} tests (Bonferroni): the smallest "
                          f"is {n_tests}/(1 + resamples); use resamples >= {needed}")
-    ranks = _normalised_ranks(values)
-    rho = _spearman_pairs(ranks, pairs)
+    ranks = normalised_ranks(values)
+    rho = spearman_pairs(ranks, pairs)
     over = values[:, :, None] > thresholds[None, None, :]
     joint, product = _exceedance(over)
     marginals = over.mean(axis=1)
@@ -1102,7 +1102,7 @@ def check_independence(samples, thresholds=None, *, variable: str = "compute",
         else:
             orders = [index] + [gen.permutation(m) for _ in range(n_ranks - 1)]
         order = np.stack(orders)
-        rho_null[r] = _spearman_pairs(np.take_along_axis(ranks, order, axis=1), pairs)
+        rho_null[r] = spearman_pairs(np.take_along_axis(ranks, order, axis=1), pairs)
         moved = np.take_along_axis(over, order[:, :, None], axis=1)
         excess_null[r] = np.subtract(*_exceedance(moved))
     tolerance = 1e-12
@@ -1180,5 +1180,5 @@ def check_independence(samples, thresholds=None, *, variable: str = "compute",
 
 def _lag1(row: np.ndarray) -> float:
     """Spearman correlation of consecutive samples (one long outlier cannot hide it)."""
-    ranks = _normalised_ranks(np.stack([row[:-1], row[1:]]))
+    ranks = normalised_ranks(np.stack([row[:-1], row[1:]]))
     return float(ranks[0] @ ranks[1]) if np.any(ranks[0]) and np.any(ranks[1]) else math.nan

@@ -32,7 +32,7 @@ class TailWarning(UserWarning):
     """N is so large that the maximum of a measured sample just repeats its largest value."""
 
 
-def _as_times(name: str, values) -> np.ndarray:
+def as_times(name: str, values) -> np.ndarray:
     """Validate a 1-D array of finite non-negative times."""
     raw = np.asarray(values)
     if raw.dtype.kind in "USb":
@@ -64,7 +64,7 @@ def _top_cell_reached(top_mass: float, n: int) -> bool:
     return -math.expm1(n * math.log1p(-top_mass)) > 0.1
 
 
-def _mean_power_on_linear_pieces(a_tail, b_tail, mass, n: int) -> np.ndarray:
+def mean_power_on_linear_pieces(a_tail, b_tail, mass, n: int) -> np.ndarray:
     """Mean of F^n over each piece on which the CDF rises linearly from a to b.
 
     ``a_tail`` = 1 − a and ``b_tail`` = 1 − b are upper tails (precise near F = 1),
@@ -95,7 +95,7 @@ class Discrete(NoiseModel):
     """
 
     def __init__(self, values, weights=None):
-        values = _as_times("values", values)
+        values = as_times("values", values)
         if weights is not None:
             weights = np.asarray(weights, dtype=float).ravel()
             if weights.shape != values.shape:
@@ -200,7 +200,7 @@ class Empirical(Discrete):
     """
 
     def __init__(self, samples):
-        super().__init__(_as_times("samples", samples))
+        super().__init__(as_times("samples", samples))
 
     @property
     def params(self) -> dict:
@@ -257,7 +257,7 @@ class Histogram(NoiseModel):
     """
 
     def __init__(self, edges, counts):
-        edges = _as_times("edges", edges)
+        edges = as_times("edges", edges)
         counts = np.asarray(counts, dtype=float).ravel()
         if edges.size < 2 or np.any(np.diff(edges) <= 0):
             raise ValueError("edges must be strictly increasing with at least two values")
@@ -321,7 +321,7 @@ class Histogram(NoiseModel):
 
     def _bin_max_integrals(self, n: int) -> np.ndarray:
         """∫(1 − F^n) over each bin, F linear in the bin. [s]"""
-        mean_power = _mean_power_on_linear_pieces(self._tail[:-1], self._tail[1:],
+        mean_power = mean_power_on_linear_pieces(self._tail[:-1], self._tail[1:],
                                                   self._probs, n)
         return np.diff(self.edges) * (1.0 - mean_power)
 

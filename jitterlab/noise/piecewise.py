@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import NoiseModel, check_probability
-from .discrete import _as_times, _mean_power_on_linear_pieces
+from .discrete import as_times, mean_power_on_linear_pieces
 
 __all__ = ["Piecewise"]
 
@@ -42,7 +42,7 @@ class Piecewise(NoiseModel):
                              "length")
         for name, arr in (("atom_values", atoms), ("segment_low", low), ("segment_high", high)):
             if arr.size:
-                _as_times(name, arr)
+                as_times(name, arr)
         for name, arr in (("atom_weights", atom_w), ("segment_weights", seg_w)):
             if np.any(~np.isfinite(arr)) or np.any(arr < 0):
                 raise ValueError(f"{name} must be finite and non-negative")
@@ -119,6 +119,6 @@ class Piecewise(NoiseModel):
         log1p(−p/b), p = b − a the piece's mass, to stay precise for huge n.
         """
         # F rises from a (after the jump at the left knot) to b (before the right one)
-        mean_power = _mean_power_on_linear_pieces(self._above_plus[:-1],
+        mean_power = mean_power_on_linear_pieces(self._above_plus[:-1],
                                                   self._above_minus[1:], self._piece_mass, n)
         return float(self.lower + np.dot(np.diff(self.knots), 1.0 - mean_power))
