@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import sys
 from pathlib import Path
@@ -81,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     args.argv = argv
+    if args.command == "measure":
+        _check_planned_duration(args)
     return args.run(args, args.parser)
 
 
@@ -169,7 +172,8 @@ def _add_measure_parsers(commands) -> None:
 def _add_output_options(parser: argparse.ArgumentParser, help_text: str) -> None:
     parser.add_argument("--output", metavar="FILE", type=Path, required=True, help=help_text)
     parser.add_argument("--force", action="store_true",
-                        help="overwrite FILE (and an earlier run's chunks) if it exists")
+                        help="overwrite FILE (and an earlier run's chunks) if it exists, and "
+                        "run even when the run is planned to take more than an hour")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -327,7 +331,8 @@ def _add_measure_bsp(benchmarks) -> None:
     bsp.add_argument("-o", "--output", metavar="FILE", type=Path, required=True,
                      help="result file (.nc, netCDF)")
     bsp.add_argument("--force", action="store_true",
-                     help="overwrite FILE (and an earlier run's chunks) if it exists")
+                     help="overwrite FILE (and an earlier run's chunks) if it exists, and "
+                     "run even when the run is planned to take more than an hour")
     bsp.add_argument("--no-progress", action="store_true", help="no progress bar")
     bsp.add_argument("--keep-chunks", action="store_true",
                      help="keep FILE.bsp/ after writing FILE")
@@ -412,6 +417,59 @@ def _measure_counters(args: argparse.Namespace, parser: argparse.ArgumentParser)
     if args.output is not None:
         print(f"Counts written to {args.output}")
     return status
+
+
+#: the longest measurement ``jitterlab measure`` starts without --force [s]
+MAX_PLANNED_SECONDS = 3600.0
+
+
+def _planned_seconds(args: argparse.Namespace) -> tuple[float, str] | None:
+    """The least time a ``measure`` command asks for [s] and the options that set it; None
+    for a benchmark whose time the options do not give (latency, counters)."""
+    name = args.benchmark
+    if name in ("detour", "pb"):
+        return args.duration, f"--duration {args.duration:g}"
+    if name == "fwq":
+        return args.work * args.samples, f"--samples {args.samples} x --work {args.work:g}"
+    if name == "bsp":
+        seconds, options = args.phases * args.work, f"--phases {args.phases} x --work {args.work:g}"
+        period, length = args.inject_period, args.inject_duration
+        if period is not None and length is not None and 0 < length < period:
+            # the injected detours lengthen each compute interval by length / period of it
+            seconds *= period / (period - length)
+            options += " with the injected detours"
+        return seconds, options
+    return None
+
+
+def _duration(seconds: float) -> str:
+    """A planned duration in the unit a person reads: ``2.78 h``, ``25 min``, ``3 ms``."""
+    for scale, unit in ((365.25 * 86400, "years"), (86400, "days"), (3600, "h"),
+                        (60, "min")):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return _seconds(seconds)
+
+
+def _check_planned_duration(args: argparse.Namespace) -> None:
+    """Say how long the measurement will take at least, and refuse (exit status 2) one
+    longer than :data:`MAX_PLANNED_SECONDS` without --force (a typo such as 1e3 for 1e-3)."""
+    planned = _planned_seconds(args)
+    if planned is None:
+        return
+    seconds, options = planned
+    if not seconds > 0:  # zero, negative or NaN: the benchmark's own checks name the option
+        return
+    if not math.isfinite(seconds):
+        args.parser.error(f"the run would never end ({options} s): give finite values")
+    if seconds > MAX_PLANNED_SECONDS and not args.force:
+        args.parser.error(
+            f"the run would take at least {_duration(seconds)} ({options} s), more than "
+            f"the {_duration(MAX_PLANNED_SECONDS)} allowed without --force: check the "
+            f"values (in seconds: 1e-3 is a millisecond), or pass --force to run it")
+    if _launcher_rank() in (None, 0):
+        print(f"planned: at least {_duration(seconds)} of measurement ({options} s)",
+              file=sys.stderr)
 
 
 #: environment variables in which MPI launchers give the rank of a process

@@ -2,6 +2,7 @@
 
 import os
 import platform
+import re
 import signal
 import subprocess
 import sys
@@ -192,3 +193,67 @@ def test_ctrl_c_stops_after_the_chunk_and_writes_the_file(tmp_path):
     assert trace.attrs["complete"] is False
     assert trace.equals(jl.bench.read_detour(store))  # the chunks are kept
     assert trace.attrs["measured_duration"] < 5
+
+
+# --------------------------------------------------------------------------- planned durations
+
+
+def _never_started(*args, **kwargs):
+    raise AssertionError("the measurement started")
+
+
+@pytest.mark.parametrize(("argv", "planned"), [
+    (["measure", "bsp", "--phases", "10", "--work", "1e3", "-o", "b.nc"],
+     r"at least 2.78 h \(--phases 10 x --work 1000 s\)"),
+    (["measure", "bsp", "--phases", "10000000000000", "--work", "1e-3", "-o", "b.nc"],
+     r"at least 317 years \(--phases 10000000000000 x --work 0.001 s\)"),
+    (["measure", "bsp", "--phases", "3000", "--work", "1", "--inject-period", "1e-3",
+      "--inject-duration", "5e-4", "-o", "b.nc"],
+     r"at least 1.67 h \(--phases 3000 x --work 1 with the injected detours s\)"),
+    (["measure", "detour", "--duration", "1e5", "--output", "t.nc"],
+     r"at least 1.16 days \(--duration 100000 s\)"),
+    (["measure", "pb", "--work", "1e-4", "--duration", "7200", "--output", "p.nc"],
+     r"at least 2 h \(--duration 7200 s\)"),
+    (["measure", "fwq", "--work", "1", "--samples", "10000", "--output", "f.nc"],
+     r"at least 2.78 h \(--samples 10000 x --work 1 s\)"),
+])
+def test_a_run_planned_beyond_an_hour_needs_force(tmp_path, capsys, monkeypatch, argv,
+                                                   planned):
+    monkeypatch.chdir(tmp_path)
+    for name in ("detour", "fwq"):
+        monkeypatch.setattr(jl.bench, name, _never_started)
+    from jitterlab.bench import bsp, pb
+    monkeypatch.setattr(bsp, "bsp_benchmark", _never_started)
+    monkeypatch.setattr(pb, "parallel_benchmark", _never_started)
+    status, _, err = run(argv, capsys)
+    assert status == 2
+    assert re.search(f"the run would take {planned}, more than the 1 h allowed without "
+                     r"--force: check the values \(in seconds: 1e-3 is a millisecond\), or "
+                     "pass --force", err), err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_without_end_is_refused_even_with_force(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(jl.bench, "detour", _never_started)
+    status, _, err = run(["measure", "detour", "--duration", "inf", "--force", "--output",
+                          "t.nc"], capsys)
+    assert status == 2 and "the run would never end (--duration inf s)" in err
+
+
+def test_force_runs_a_long_plan_and_every_run_states_its_plan(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    started = []
+
+    def fake_detour(duration, **kwargs):
+        started.append(duration)
+        raise jl.bench.CycleCounterError("not measuring in a test")
+
+    monkeypatch.setattr(jl.bench, "detour", fake_detour)
+    status, _, err = run(["measure", "detour", "--duration", "1e5", "--force", "--output",
+                          "t.nc"], capsys)
+    assert status == 1 and started == [1e5]
+    assert "planned: at least 1.16 days of measurement (--duration 100000 s)" in err
+    status, _, err = run(["measure", "detour", "--duration", "0.5", "--output", "t.nc"], capsys)
+    assert status == 1 and started[-1] == 0.5
+    assert "planned: at least 500 ms of measurement (--duration 0.5 s)" in err
