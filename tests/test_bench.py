@@ -238,15 +238,38 @@ def test_an_interrupted_run_keeps_its_complete_chunks(tmp_path):
     assert trace.duration == pytest.approx(1500e-9)
 
 
-def test_a_damaged_chunk_in_the_middle_is_an_error(tmp_path):
+def test_a_damaged_chunk_in_the_middle_keeps_the_chunks_before_it(tmp_path):
     path = tmp_path / "bad.detour"
-    _fake_store(path)
-    (path / "chunk-000001.npz").write_bytes(b"garbage")
-    with pytest.raises(ValueError, match="chunk-000001.npz"):
+    _fake_store(path, n_chunks=4)
+    intact = jl.bench.read_detour(path)
+    (path / "chunk-000002.npz").write_bytes(b"garbage")
+    with pytest.warns(_chunks.DamagedStoreWarning,
+                      match=r"bad.detour: chunk-000002.npz cannot be read .*: its data are "
+                      r"lost; the 1 chunk files after it \(chunk-000003.npz\) are not read "
+                      r"either.*Read the 2 intact chunks before it \(chunk-000000.npz to "
+                      r"chunk-000001.npz\)"):
+        trace = jl.bench.read_detour(path)
+    assert trace.attrs["chunks"] == 2 and trace.n_events == 2
+    np.testing.assert_array_equal(trace.jitter_seconds, intact.jitter_seconds[:2])
+    (path / "chunk-000002.npz").unlink()  # a hole: the same rule
+    with pytest.warns(_chunks.DamagedStoreWarning, match=r"chunk 2 is missing \(next is "
+                      r"chunk-000003.npz\): its data are lost; the 1 chunk files"):
+        assert jl.bench.read_detour(path).attrs["chunks"] == 2
+    (path / "chunk-000000.npz").unlink()  # nothing intact before the hole
+    with pytest.raises(ValueError, match=r"chunk 0 is missing .*no chunk before it to read "
+                       r"\(2 after it: chunk-000001.npz, chunk-000003.npz\)"):
         jl.bench.read_detour(path)
-    (path / "chunk-000001.npz").unlink()
-    with pytest.raises(ValueError, match="chunk 1 is missing"):
-        jl.bench.read_detour(path)
+
+
+def test_a_damaged_last_chunk_of_a_finished_run_is_reported(tmp_path):
+    path = tmp_path / "done.detour"
+    writer = _fake_store(path, n_chunks=3)
+    writer.finish(measured_duration=1.5e-6)
+    (path / "chunk-000002.npz").write_bytes(b"PK\x03\x04 cut")
+    with pytest.warns(_chunks.DamagedStoreWarning, match=r"chunk-000002.npz cannot be read "
+                      r".*its data are lost\. Read the 2 intact chunks"):
+        metadata, chunks = _chunks.read_store(path, kind="detour")
+    assert len(chunks) == 2 and metadata["complete"] is True
 
 
 def test_read_detour_rejects_other_directories(tmp_path):

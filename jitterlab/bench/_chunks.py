@@ -12,7 +12,8 @@ flushed to disk, then renamed onto its final name, so a reader never sees a half
 chunk under a ``chunk-*.npz`` name. If the process is killed, the directory keeps every
 completed chunk; :func:`read_store` returns them and ignores leftover temporary files.
 A last chunk that cannot be read (after a power failure, say) is dropped with a logged
-warning; an unreadable chunk followed by readable ones is an error.
+warning. A chunk in the middle that is missing or cannot be read ends what is read: the chunks
+before it are returned and a :class:`DamagedStoreWarning` names it and the files after it.
 
 ``metadata.json`` holds ``{"format": FORMAT, "version": VERSION, "kind": ...,
 "complete": false, ...}`` while the run goes on and ``"complete": true`` plus a summary
@@ -33,6 +34,7 @@ import logging
 import os
 import re
 import tempfile
+import warnings
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -40,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["ChunkWriter", "append_csv_row", "read_store", "is_store", "store_kind", "remove_store",
-           "output_problem", "FORMAT", "VERSION"]
+           "output_problem", "DamagedStoreWarning", "FORMAT", "VERSION"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +51,10 @@ VERSION = 1
 METADATA = "metadata.json"
 _CHUNK = "chunk-{:06d}.npz"
 _CHUNK_NAME = re.compile(r"chunk-(\d{6,})\.npz\Z")
+
+
+class DamagedStoreWarning(UserWarning):
+    """A chunk store has a missing or unreadable chunk; only the chunks before it are read."""
 
 
 @functools.cache
@@ -233,11 +239,23 @@ def require_path(path, what: str) -> Path:
     return path
 
 
+def _listing(names: list[str], most: int = 4) -> str:
+    """Up to ``most`` file names, then how many more."""
+    shown = ", ".join(names[:most])
+    return shown if len(names) <= most else f"{shown} and {len(names) - most} more"
+
+
 def read_store(path, kind: str | None = None) -> tuple[dict, list[dict]]:
     """Read a chunk store: its metadata and the arrays of every complete chunk, in order.
 
-    Raises ValueError if ``path`` is not a chunk store (of ``kind``, when given), if the
-    chunk numbers have a hole, or if a chunk other than the last cannot be read.
+    The chunks are read in order up to the first that is missing or cannot be read (a disk
+    error, a file cut short): those before it are returned, and a :class:`DamagedStoreWarning`
+    names the bad chunk and the chunk files after it, whose data are not in the result (they
+    would follow a hole). An unreadable last chunk of a run that did not finish is what a
+    crash leaves; it is only logged.
+
+    Raises ValueError if ``path`` is not a chunk store (of ``kind``, when given), or if the
+    first chunk is missing or unreadable while later ones exist (nothing intact to read).
     """
     path = require_path(path, "chunk store")
     name = path.name
@@ -256,18 +274,31 @@ def read_store(path, kind: str | None = None) -> tuple[dict, list[dict]]:
         raise ValueError(f"{name}: a chunk store of {metadata.get('kind')!r}, not {kind!r}")
     numbered = sorted((int(match.group(1)), item) for item in path.iterdir()
                       if (match := _CHUNK_NAME.match(item.name)))
+    chunks, problem = [], None
     for position, (number, item) in enumerate(numbered):
         if number != position:
-            raise ValueError(f"{name}: chunk {position} is missing (next is {item.name})")
-    chunks = []
-    for position, (_, item) in enumerate(numbered):
+            problem = f"chunk {position} is missing (next is {item.name})"
+            after = [other.name for _, other in numbered[position:]]
+            break
         try:
             chunks.append(_load_chunk(item))
         except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
-            if position == len(numbered) - 1:
-                logger.warning("%s: ignoring the unreadable last chunk %s (%s)", name,
-                               item.name, err)
-                break
-            raise ValueError(f"{name}/{item.name}: cannot be read ({err})") from None
+            problem = f"{item.name} cannot be read ({err})"
+            after = [other.name for _, other in numbered[position + 1:]]
+            break
+    if problem is None:
+        return metadata, chunks
+    if not chunks and after:
+        raise ValueError(f"{name}: {problem}; no chunk before it to read "
+                         f"({len(after)} after it: {_listing(after)})")
+    if not after and not metadata.get("complete"):
+        logger.warning("%s: ignoring the unreadable last chunk (%s)", name, problem)
+        return metadata, chunks
+    lost = (f"; the {len(after)} chunk files after it ({_listing(after)}) are not read "
+            "either, as they would follow a hole" if after else "")
+    read = (f"Read the {len(chunks)} intact chunks before it ({_CHUNK.format(0)} to "
+            f"{_CHUNK.format(len(chunks) - 1)}), which end the result early" if chunks
+            else "No chunk before it to read")
+    warnings.warn(f"{name}: {problem}: its data are lost{lost}. {read}",
+                  DamagedStoreWarning, stacklevel=2)
     return metadata, chunks
-
