@@ -272,6 +272,79 @@ def _samples_input(data, times, variable):
     return values.ravel(), stamps.ravel()
 
 
+def _refuse(what: str, **arguments) -> None:
+    """ValueError naming the first of ``arguments`` that is set: it applies to measured
+    times only, not to ``what``."""
+    for name, value in arguments.items():
+        if value is not None:
+            raise ValueError(f"{name}= applies to measured times, not to {what}")
+
+
+def _detours(data, times, variable, duration, threshold, exceed_quantile):
+    """Detour start times, the sizes and their times [s], the recording's start and length
+    [s], and the threshold (None for detour input) of :func:`stationarity`'s input."""
+    if isinstance(data, Trace):
+        _refuse("a Trace", times=times, variable=variable, threshold=threshold)
+        if duration is not None:
+            raise ValueError("duration= applies to a table of detours or measured times; "
+                             "a Trace has its own duration")
+        seconds = data.to_seconds() if data.unit != "s" else data
+        event_times = np.asarray(seconds.starts, dtype=float)
+        sizes = np.asarray(seconds.jitter_seconds, dtype=float)
+        if event_times.size == 0:
+            raise ValueError("the recording holds no detours: nothing to test")
+        return event_times, sizes, event_times, 0.0, float(seconds.duration), None
+    if isinstance(data, pd.DataFrame):
+        _refuse("a table of detours", times=times, variable=variable, threshold=threshold)
+        missing = [c for c in ("start", "duration") if c not in data.columns]
+        if missing:
+            raise ValueError(f"a table of detours needs the columns 'start' and "
+                             f"'duration' [s]; it lacks {missing}")
+        event_times = _as_float_array("start", data["start"].to_numpy())
+        sizes = _as_float_array("duration", data["duration"].to_numpy())
+        if event_times.size == 0:
+            raise ValueError("the recording holds no detours: nothing to test")
+        if np.any(event_times < 0) or np.any(sizes < 0):
+            raise ValueError("detour starts and durations must be >= 0")
+        order = np.argsort(event_times, kind="stable")
+        event_times, sizes = event_times[order], sizes[order]
+        span = _duration(duration, float(np.max(event_times + sizes)),
+                         float(event_times[-1]))
+        return event_times, sizes, event_times, 0.0, span, None
+    if isinstance(data, str | bytes) or data is None:
+        raise TypeError(f"data must be a jitterlab Trace or measured times [s], got "
+                        f"{type(data).__name__}")
+    values, stamps = _samples_input(data, times, variable)
+    order = np.argsort(stamps, kind="stable")
+    values, stamps = values[order], stamps[order]
+    excess = values - values.min()
+    if threshold is None:
+        threshold = float(np.quantile(excess, exceed_quantile))
+    else:
+        threshold = check_positive("threshold", threshold, allow_zero=True)
+    event_times = stamps[excess > threshold]
+    if event_times.size == 0:
+        raise ValueError("the recording holds no detours: nothing to test")
+    start = float(stamps[0])
+    span = _duration(duration, float(np.max(stamps + values)) - start,
+                     float(stamps[-1]) - start)
+    return event_times, excess, stamps, start, span, threshold
+
+
+def _duration(duration, default: float, last: float) -> float:
+    """The recording's length: ``duration`` if given (checked against the ``last`` time
+    stamp), else ``default``; ValueError when it is not positive."""
+    if duration is not None:
+        duration = check_positive("duration", duration)
+        if duration < last:
+            raise ValueError(f"duration={duration!r} s ends before the last detour or "
+                             f"sample ({last!r} s)")
+        default = duration
+    if not default > 0:
+        raise ValueError("the recording has zero duration")
+    return default
+
+
 # --------------------------------------------------------------------------------------
 # the check
 # --------------------------------------------------------------------------------------
@@ -401,65 +474,9 @@ def stationarity(data, window: float | None = None, *, windows: int | None = Non
     if exceed_quantile >= 1:
         raise ValueError(f"exceed_quantile must be in (0, 1), got {exceed_quantile!r}")
 
-    if isinstance(data, Trace):
-        for name, value in (("times", times), ("variable", variable),
-                            ("threshold", threshold)):
-            if value is not None:
-                raise ValueError(f"{name}= applies to measured times, not to a Trace")
-        seconds = data.to_seconds() if data.unit != "s" else data
-        event_times = np.asarray(seconds.starts, dtype=float)
-        sizes = np.asarray(seconds.jitter_seconds, dtype=float)
-        size_times, start, span = event_times, 0.0, float(seconds.duration)
-        samples_kind = False
-    elif isinstance(data, pd.DataFrame):
-        for name, value in (("times", times), ("variable", variable),
-                            ("threshold", threshold)):
-            if value is not None:
-                raise ValueError(f"{name}= applies to measured times, not to a table of "
-                                 "detours")
-        missing = [c for c in ("start", "duration") if c not in data.columns]
-        if missing:
-            raise ValueError(f"a table of detours needs the columns 'start' and "
-                             f"'duration' [s]; it lacks {missing}")
-        event_times = _as_float_array("start", data["start"].to_numpy())
-        sizes = _as_float_array("duration", data["duration"].to_numpy())
-        if np.any(event_times < 0) or np.any(sizes < 0):
-            raise ValueError("detour starts and durations must be >= 0")
-        order = np.argsort(event_times, kind="stable")
-        event_times, sizes = event_times[order], sizes[order]
-        size_times, start = event_times, 0.0
-        span = float(np.max(event_times + sizes)) if event_times.size else 0.0
-        samples_kind = False
-    elif isinstance(data, str | bytes) or data is None:
-        raise TypeError(f"data must be a jitterlab Trace or measured times [s], got "
-                        f"{type(data).__name__}")
-    else:
-        values, stamps = _samples_input(data, times, variable)
-        order = np.argsort(stamps, kind="stable")
-        values, stamps = values[order], stamps[order]
-        excess = values - values.min()
-        if threshold is None:
-            threshold = float(np.quantile(excess, exceed_quantile))
-        else:
-            threshold = check_positive("threshold", threshold, allow_zero=True)
-        detour = excess > threshold
-        event_times, sizes, size_times = stamps[detour], excess, stamps
-        start = float(stamps.min())
-        span = float(np.max(stamps + values)) - start
-        samples_kind = True
-    if duration is not None:
-        duration = check_positive("duration", duration)
-        if isinstance(data, Trace):
-            raise ValueError("duration= applies to a table of detours or measured times; "
-                             "a Trace has its own duration")
-        if duration < float(np.max(size_times)) - start:
-            raise ValueError(f"duration={duration!r} s ends before the last detour or "
-                             f"sample ({float(np.max(size_times)) - start!r} s)")
-        span = duration
-    if event_times.size == 0:
-        raise ValueError("the recording holds no detours: nothing to test")
-    if not span > 0:
-        raise ValueError("the recording has zero duration")
+    event_times, sizes, size_times, start, span, threshold = _detours(
+        data, times, variable, duration, threshold, exceed_quantile)
+    samples_kind = threshold is not None
 
     if window is None:
         count = DEFAULT_WINDOWS if windows is None else check_integer("windows", windows,
