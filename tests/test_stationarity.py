@@ -243,6 +243,8 @@ def test_bad_input_raises_clear_errors():
         stationarity(np.full(100, 1e-3), times=np.arange(50.0))
     with pytest.raises(ValueError, match="no detours"):
         stationarity(np.full(100, 1e-3))
+    with pytest.raises(ValueError, match="no detours"):
+        stationarity(pd.DataFrame({"start": [], "duration": []}))
 
 
 def test_table_of_detours_from_several_cpus():
