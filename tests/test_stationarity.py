@@ -79,6 +79,20 @@ def test_homogeneous_poisson_is_rejected_at_the_nominal_rate():
     assert 1 - np.mean(verdicts) < rejection_bound(trials)
 
 
+def test_independent_measured_times_are_rejected_at_the_nominal_rate():
+    """FWQ-like quanta w + δ, δ iid exponential, back to back: both tests reject at most
+    at their nominal rate."""
+    trials = 100
+    rng = np.random.default_rng(21)
+    rejected = {"rate_p_value": [], "size_p_value": []}
+    for _ in range(trials):
+        check = stationarity(300e-6 + rng.exponential(2e-6, 5000))
+        for key, values in rejected.items():
+            values.append(check.attrs[key] < LEVEL)
+    for key, values in rejected.items():
+        assert np.mean(values) < rejection_bound(trials), key
+
+
 def test_bursty_but_stationary_noise_is_not_taken_for_drift():
     """Clusters of ~10 detours within 10 ms: the Poisson dispersion test (independent
     detours) rejects, the CUSUM test (dependence shorter than a sub-window) does not."""
