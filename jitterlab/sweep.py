@@ -16,6 +16,7 @@ import itertools
 import logging
 import math
 import numbers
+import re
 import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -117,6 +118,101 @@ def _check_grid(grid) -> dict[str, list]:
     return checked
 
 
+#: what each of sweep's own options takes (for the messages on a wrong kind)
+_OPTION_KINDS = {
+    "client": "None, 'local', a scheduler address ('tcp://host:8786') or a "
+              "dask.distributed Client",
+    "progress": "True or False (sweep's progress bar)",
+    "labels": "a dict of parameter name -> labels",
+    "points_per_task": "a whole number of points per Dask task",
+    "fixed": "a dict of argument name -> value passed to the function at every point",
+}
+
+_ADDRESS = re.compile(r"\A(?:[a-z][a-z0-9+]*://\S+|[^\s:/]+:\d+)\Z")
+
+
+def _option_fits(name: str, value) -> bool:
+    """Whether ``value`` is of the kind sweep's option ``name`` takes."""
+    if name == "client":
+        if isinstance(value, str):
+            return value == "local" or bool(_ADDRESS.match(value))
+        return hasattr(value, "submit") and hasattr(value, "scatter")
+    if name == "progress":
+        return isinstance(value, bool | np.bool_)
+    if name in ("labels", "fixed"):
+        return isinstance(value, Mapping)
+    return _is_number(value)  # points_per_task: its value is checked afterwards
+
+
+def _own_arguments(func) -> set[str]:
+    """Names ``func`` takes as keyword arguments that are not already bound by a partial."""
+    try:
+        parameters = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return set()
+    names = {p.name for p in parameters
+             if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                           inspect.Parameter.KEYWORD_ONLY)}
+    while isinstance(func, functools.partial):
+        names -= set(func.keywords)
+        func = func.func
+    return names
+
+
+def _fixed_arguments(func, options: dict, keywords: dict) -> dict:
+    """The arguments passed to ``func`` at every point: ``fixed=`` and the other keywords."""
+    fixed = options["fixed"]
+    if fixed is None:
+        return dict(keywords)
+    if not isinstance(fixed, Mapping) or not all(isinstance(k, str) for k in fixed):
+        raise TypeError(_misfit("fixed", fixed, func))
+    both = sorted(set(fixed) & set(keywords))
+    if both:
+        raise ValueError(f"{', '.join(both)} given both in fixed= and as a keyword argument "
+                         f"of sweep: give each once")
+    return {**fixed, **keywords}
+
+
+def _misfit(name: str, value, func) -> str:
+    """The message for sweep's option ``name`` given a value of another kind."""
+    text = f"{name}={value!r}: sweep's own option {name!r} takes {_OPTION_KINDS[name]}"
+    if name in _own_arguments(func):
+        text += (f"; {_function_name(func)} also takes {name}=: give the function's with "
+                 f"fixed={{{name!r}: {value!r}}}")
+    return text
+
+
+def _check_options(func, options: dict, fixed: dict) -> None:
+    """Refuse an option of ``sweep`` of the wrong kind, or one ``func`` also takes.
+
+    A name that both ``sweep`` and ``func`` take is ``sweep``'s when given to ``sweep``;
+    if ``func``'s own is not given too (by ``fixed=`` or a partial) the call is ambiguous.
+    """
+    own = _own_arguments(func)
+    for name, value in options.items():
+        if value is None:
+            continue
+        if not _option_fits(name, value):
+            raise TypeError(_misfit(name, value, func))
+        if name in own and name not in fixed:
+            raise ValueError(
+                f"sweep(..., {name}={value!r}) is ambiguous: {_function_name(func)} also "
+                f"takes {name}=. Arguments given to sweep by its own option names are "
+                f"sweep's; give the function's with fixed={{{name!r}: ...}} (its default, "
+                f"if that is what you meant) or functools.partial")
+
+
+def _check_rng(rng) -> None:
+    """Refuse a seed of the wrong kind, whether or not ``func`` takes one."""
+    if isinstance(rng, np.random.Generator | np.random.SeedSequence):
+        return
+    if not isinstance(rng, int | np.integer) or isinstance(rng, bool | np.bool_):
+        raise TypeError(f"rng must be an int seed, a SeedSequence, a numpy Generator or None, "
+                        f"not {type(rng).__name__} {rng!r}")
+    if rng < 0:
+        raise ValueError(f"rng seed must be non-negative, got {rng}")
+
+
 def _check_signature(func, names, fixed, pass_rng) -> bool:
     """Raise TypeError if ``func`` cannot take the grid's and fixed arguments.
 
@@ -149,18 +245,14 @@ def _function_name(func) -> str:
 def _entropy(rng) -> int:
     if rng is None:
         return int(np.random.SeedSequence().entropy)
+    _check_rng(rng)
     if isinstance(rng, np.random.SeedSequence):
         if rng.spawn_key:
             raise ValueError("rng: give a root SeedSequence (empty spawn_key) or an int seed")
         return int(rng.entropy)
     if isinstance(rng, np.random.Generator):
         return int(rng.integers(0, 2**63 - 1))
-    if isinstance(rng, int | np.integer) and not isinstance(rng, bool | np.bool_):
-        if rng < 0:
-            raise ValueError(f"rng seed must be non-negative, got {rng}")
-        return int(rng)
-    raise TypeError(f"rng must be an int seed, a SeedSequence, a numpy Generator or None, "
-                    f"not {type(rng).__name__} {rng!r}")
+    return int(rng)
 
 
 def point_seeds(entropy: int, n_points: int) -> np.ndarray:
@@ -234,6 +326,32 @@ def _nan_like(template: xr.Dataset) -> xr.Dataset:
     return template.assign(missing)
 
 
+def _without_broadcast(stacked: xr.Dataset, datasets: list, point: str) -> xr.Dataset:
+    """``stacked`` with a variable missing (NaN) at the points where it lacks a dimension.
+
+    :func:`xarray.concat` repeats a variable of a point along a dimension that the same
+    variable has only at other points (a scalar where others return one value per rank);
+    such a point has no value there.
+    """
+    for name in list(stacked.data_vars):
+        full = set(stacked[name].dims) - {point}
+        lacking = [index for index, ds in enumerate(datasets)
+                   if name in ds.data_vars and not full <= set(ds[name].dims)]
+        if not lacking:
+            continue
+        variable = stacked[name]
+        if variable.dtype.kind in "fc":
+            missing = np.nan
+        elif variable.dtype.kind in "iubmM":
+            variable, missing = variable.astype(float), np.nan
+        else:
+            variable, missing = variable.astype(object), None
+        values = variable.values.copy()
+        values[(slice(None),) * variable.get_axis_num(point) + (lacking,)] = missing
+        stacked[name] = variable.copy(data=values)
+    return stacked
+
+
 def _stack(datasets: list, coords: dict) -> xr.Dataset:
     """The points' Datasets (in grid order) as one, with a dimension per swept parameter.
 
@@ -249,6 +367,7 @@ def _stack(datasets: list, coords: dict) -> xr.Dataset:
         point += "_"
     stacked = xr.concat(datasets, dim=point, data_vars="all", coords="different",
                         compat="equals", join="outer", combine_attrs="drop_conflicts")
+    stacked = _without_broadcast(stacked, datasets, point)
 
     def grid_shaped(variable):
         if point not in variable.dims:
@@ -331,35 +450,103 @@ def _batches(n_points: int, points_per_task: int | None, threads: int) -> list[n
     return np.split(order, np.cumsum(sizes)[:-1])
 
 
-def _run_dask(client, func, fixed, points, seeds, bar, points_per_task=None):
+def _identity(value):
+    """The value itself (a task whose result is the fixed arguments, see :func:`_run_dask`)."""
+    return value
+
+
+def _run_tasks(client, submit, batches, limit, outcomes, bar):
+    """Run ``batches`` (lists of grid indices) as tasks, at most ``limit`` at once.
+
+    Fills ``outcomes`` for the batches whose task returned; returns the batches whose task
+    raised (the worker died under it, or its result did not travel back) with the error.
+    """
     from distributed import as_completed
 
-    # the fixed arguments on every worker, so that the scheduler may give any task to any
-    # worker; tasks run in the order given (a higher priority for an earlier task)
-    fixed_future = client.scatter([fixed], hash=False, broadcast=True)[0] if fixed else {}
-    threads = sum(client.nthreads().values()) or 1
-    batches = _batches(len(points), points_per_task, threads)
-    futures = [client.submit(_evaluate_batch, func, fixed_future,
-                             [(points[i], seeds[i]) for i in batch], pure=False,
-                             priority=len(batches) - number)
-               for number, batch in enumerate(batches)]
-    batch_of = {future.key: batch for future, batch in zip(futures, batches, strict=True)}
-    outcomes = [None] * len(points)
+    waiting = list(batches)
+    failed = []
+    running = as_completed()
+    live = {}  # key -> (future, batch)
+
+    def start_next():
+        batch = waiting.pop(0)
+        future = submit(batch, len(waiting))
+        live[future.key] = (future, batch)
+        running.add(future)
+
     try:
-        for future in as_completed(futures):
-            batch = batch_of[future.key]
+        for _ in range(min(limit, len(waiting))):
+            start_next()
+        for future in running:
+            batch = live.pop(future.key)[1]
             try:
                 results = future.result()
-            except Exception as error:  # the worker died or the result did not travel back
-                results = [_Outcome(error=f"{type(error).__name__}: {error}")] * len(batch)
-            for index, outcome in zip(batch, results, strict=True):
-                outcomes[index] = outcome
+            except Exception as error:  # not the function's: _evaluate catches those
+                failed.append((batch, error))
+            else:
+                for index, outcome in zip(batch, results, strict=True):
+                    outcomes[index] = outcome
+                bar.update(len(batch))
             future.release()
-            bar.update(len(batch))
+            if waiting:
+                start_next()
     except BaseException:
-        client.cancel(futures)
+        client.cancel([future for future, _ in live.values()])
         raise
+    return failed
+
+
+def _run_dask(client, func, fixed, points, seeds, bar, points_per_task=None):
+    """Evaluate the points on a Dask cluster; a point that kills its worker fails alone.
+
+    The points go out in batches (:func:`_batches`). A batch whose task raises — its
+    worker died (a segfault, the out-of-memory killer, ``os._exit`` in one point) or its
+    result could not be sent back — is split: each of its points is run again as its own
+    task, at most one per worker thread at a time; a point whose task fails then is run
+    once more with nothing else on the cluster, so that only the point that kills a
+    worker is reported (healthy points that shared a worker with it are not).
+    """
+    # the fixed arguments as the result of a task, not scattered data: when every worker
+    # that holds them dies, the scheduler computes them again instead of losing them
+    # (scattered data cannot be recovered, and the tasks that need it would wait forever)
+    fixed_future = client.submit(_identity, fixed, pure=False) if fixed else {}
+    threads = sum(client.nthreads().values()) or 1
+
+    def submit(batch, priority):
+        return client.submit(_evaluate_batch, func, fixed_future,
+                             [(points[i], seeds[i]) for i in batch], pure=False,
+                             priority=priority)
+
+    outcomes = [None] * len(points)
+    try:
+        batches = [batch.tolist() for batch in _batches(len(points), points_per_task, threads)]
+        failed = _run_tasks(client, submit, batches, len(batches), outcomes, bar)
+        if failed:  # every point of a failed task on its own
+            singles = [[index] for batch, _ in failed for index in batch]
+            logger.info("%d sweep tasks failed (%s); running their %d points one per task",
+                        len(failed), failed[0][1], len(singles))
+            concurrency = max(1, min(threads, len(singles)))
+            failed = _run_tasks(client, submit, singles, concurrency, outcomes, bar)
+            if failed and concurrency > 1:  # alone on the cluster: only a culprit fails
+                failed = _run_tasks(client, submit, [batch for batch, _ in failed], 1,
+                                    outcomes, bar)
+        for batch, error in failed:
+            for index in batch:
+                outcomes[index] = _Outcome(error=_task_error(error))
+            bar.update(len(batch))
+    finally:
+        if fixed:
+            fixed_future.release()
     return outcomes
+
+
+def _task_error(error) -> str:
+    """The text recorded for a point whose own task failed on the cluster."""
+    text = f"{type(error).__name__}: {error}"
+    if type(error).__name__ == "KilledWorker":
+        return (f"{text} (the worker process died while evaluating this point alone: a "
+                f"crash, the out-of-memory killer or an exit in the function)")
+    return text
 
 
 def _client_for(client):
@@ -431,9 +618,10 @@ def local_cluster(n_workers: int | None = None, **kwargs):
                 os.environ[name] = value
 
 
-def sweep(func: Callable[..., xr.Dataset], grid: Mapping[str, Sequence], client=None,
-          rng=None, progress: bool = True, labels: Mapping | None = None,
-          points_per_task: int | None = None, **fixed) -> xr.Dataset:
+def sweep(func: Callable[..., xr.Dataset], grid: Mapping[str, Sequence], /, client=None,
+          rng=None, progress: bool | None = None, labels: Mapping | None = None,
+          points_per_task: int | None = None, fixed: Mapping | None = None,
+          **keywords) -> xr.Dataset:
     """Evaluate ``func`` on every point of a grid; one Dataset with a dimension per parameter.
 
     Parameters
@@ -459,8 +647,9 @@ def sweep(func: Callable[..., xr.Dataset], grid: Mapping[str, Sequence], client=
         ``**kwargs``; the seeds are recorded in the coordinate ``point_seed``. None draws
         a fresh seed and records it in the attribute ``sweep_seed``. Reordering or
         extending the grid changes the index of points, hence their streams.
-    progress : bool
-        Show a tqdm progress bar over the points (a widget in a notebook, text in a terminal).
+    progress : bool, optional
+        Show a tqdm progress bar over the points (a widget in a notebook, text in a
+        terminal); default (None) True.
     labels : dict of str to list or callable, optional
         Coordinate values for a parameter whose values are not numbers or strings (noise
         laws, barriers, traces): a list with one number or string per grid value, or a
@@ -476,11 +665,16 @@ def sweep(func: Callable[..., xr.Dataset], grid: Mapping[str, Sequence], client=
         single points and no worker waits for another at the end. Either way the points are
         handed out in a fixed shuffled order, so that each task gets a like mix of cheap and
         costly points. [-]
-    **fixed
-        Further keyword arguments passed unchanged to ``func`` at every point (on Dask they
-        are sent to the cluster once). An argument named like one of ``sweep``'s own
-        (``progress`` of :func:`jitterlab.apps.wavefront_simulate`) goes in with
-        :func:`functools.partial` instead.
+    fixed : dict of str, optional
+        Keyword arguments passed unchanged to ``func`` at every point, by name: the way to
+        give ``func`` an argument named like one of ``sweep``'s own (``client``, ``rng``,
+        ``progress``, ``labels``, ``points_per_task``, ``fixed``), e.g.
+        ``fixed={"progress": "on_arrival"}`` for :func:`jitterlab.apps.wavefront_simulate`.
+        ``"rng"`` here gives every point the same seed (then ``sweep`` passes none).
+    **keywords
+        Further keyword arguments passed unchanged to ``func`` at every point, like
+        ``fixed`` (on Dask both are sent to the cluster once). ``func`` and ``grid`` are
+        positional only, so ``func`` may have arguments of those names.
 
     Returns
     -------
@@ -497,18 +691,26 @@ def sweep(func: Callable[..., xr.Dataset], grid: Mapping[str, Sequence], client=
     ------
     TypeError
         ``func`` is not callable, cannot take the grid's or fixed arguments, or returns
-        something else than a Dataset; ``grid`` is not a dict of lists; ``client`` or
-        ``rng`` is of the wrong kind.
+        something else than a Dataset at every point; ``grid`` is not a dict of lists; one
+        of ``sweep``'s own options is of the wrong kind (``progress="on_arrival"``: the
+        message says when ``func`` takes an argument of that name, to be given with
+        ``fixed=``).
     ValueError
         The grid or one of its value lists is empty, a name is both swept and fixed, labels
         of a parameter repeat, a swept name is already a variable or a longer dimension of
-        the result, ``points_per_task`` is below 1, or every point failed.
+        the result at every point, ``points_per_task`` is below 1, every point failed, or
+        the call is ambiguous: ``func`` has an argument named like an option of ``sweep``
+        that the call gives (``sweep(wavefront_simulate, grid, progress=False)``) and
+        ``func``'s own is not given by ``fixed=`` or :func:`functools.partial`.
 
     Warns
     -----
     SweepWarning
-        Some points raised an exception; they are listed with their parameters and left
-        NaN (integer variables become float).
+        Some points raised an exception, returned something else than a Dataset, or (on
+        Dask) killed their worker; they are listed with their parameters and left NaN
+        (integer variables become float). On Dask, a task whose worker died is split and
+        its points run again one per task, so that only the point that kills a worker
+        fails.
     Warnings raised by ``func``
         Re-emitted once per distinct message, with the number of points that raised it.
 
@@ -534,6 +736,11 @@ def sweep(func: Callable[..., xr.Dataset], grid: Mapping[str, Sequence], client=
         raise TypeError(f"func must be a function returning an xarray.Dataset, "
                         f"got {type(func).__name__}")
     grid = _check_grid(grid)
+    options = {"client": client, "progress": progress, "labels": labels,
+               "points_per_task": points_per_task, "fixed": fixed}
+    fixed = _fixed_arguments(func, options, keywords)
+    _check_options(func, options, fixed)
+    progress = True if progress is None else bool(progress)
     if points_per_task is not None:
         points_per_task = check_integer("points_per_task", points_per_task, 1)
     both = sorted(set(grid) & set(fixed))
@@ -541,11 +748,17 @@ def sweep(func: Callable[..., xr.Dataset], grid: Mapping[str, Sequence], client=
         raise ValueError(f"{', '.join(both)} both swept and fixed: give each argument once")
     if "rng" in grid and rng is not None:
         raise ValueError("rng is swept in the grid; do not also give sweep(rng=...)")
+    if "rng" in fixed and rng is not None:
+        raise ValueError("rng is given both as the sweep's seed (rng=) and as a fixed "
+                         "argument (fixed={'rng': ...}); give one")
+    if rng is not None:
+        _check_rng(rng)
     labels = dict(labels or {})
     unknown = sorted(set(labels) - set(grid))
     if unknown:
         raise ValueError(f"labels for parameters not in the grid: {', '.join(unknown)}")
-    pass_rng = _check_signature(func, list(grid), fixed, pass_rng="rng" not in grid)
+    pass_rng = _check_signature(func, list(grid), fixed,
+                                pass_rng="rng" not in grid and "rng" not in fixed)
 
     coords, rules = {}, {}
     for name, values in grid.items():
@@ -574,20 +787,28 @@ def sweep(func: Callable[..., xr.Dataset], grid: Mapping[str, Sequence], client=
         bar.close()
         close()
 
-    stripped, failed, warned = [None] * len(points), [], {}
+    stripped, failed, warned, unusable = [None] * len(points), [], {}, []
     for index, outcome in enumerate(outcomes):
         for category, message in outcome.warnings:
             warned.setdefault((category, message), []).append(index)
+        if outcome.error is None:
+            try:
+                stripped[index] = _without_swept(outcome.result, point_labels[index], func)
+            except (TypeError, ValueError) as error:  # this point's result, not the others'
+                outcome.error = f"{type(error).__name__}: {error}"
+                unusable.append(error)
         if outcome.error is not None:
             failed.append(index)
             logger.info("sweep point %s failed: %s", _describe(point_labels[index]), outcome.error)
-        else:
-            stripped[index] = _without_swept(outcome.result, point_labels[index], func)
     for (category, message), where in warned.items():
         first = _describe(point_labels[where[0]])
         warnings.warn(f"{message} [at {len(where)} of {len(points)} sweep points, first at "
                       f"{first}]", category, stacklevel=2)
     if len(failed) == len(points):
+        if len(unusable) == len(points) and len({type(e) for e in unusable}) == 1:
+            # the same misuse at every point (func returns no Dataset, a swept name is a
+            # variable of the result): that error, as if checked before the run
+            raise type(unusable[0])(str(unusable[0]))
         details = "; ".join(f"{_describe(point_labels[i])}: {outcomes[i].error}"
                             for i in failed[:5])
         raise ValueError(f"all {len(points)} points of the sweep failed ({details})")

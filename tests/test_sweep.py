@@ -346,7 +346,7 @@ def returns_a_number(n):
      "'quantiles': .* returns a variable of that name"),
     (jl.simulate, {"n": [[4, 8]]}, {"trace": TRACE, "work": 1e-4}, ValueError,
      "already has a dimension 'n'"),
-    (jl.max_of_n, {"n": [1]}, {"client": 42}, TypeError, "client must be None"),
+    (jl.max_of_n, {"n": [1]}, {"client": 42}, TypeError, "option 'client' takes None"),
     (jl.max_of_n, {"n": [1]}, {"points_per_task": 0}, ValueError, "points_per_task"),
     (jl.max_of_n, {"n": [1]}, {"points_per_task": "2"}, TypeError, "points_per_task"),
 ])
@@ -359,3 +359,191 @@ def test_bad_input_is_refused_clearly(func, grid, kwargs, error, match):
 def test_progress_bar_counts_the_points(capsys):
     sweep(constant, {"n": [1, 2, 3], "work": [1.0, 2.0]}, progress=True)
     assert "6/6" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- sweep's own options
+
+
+WAVEFRONTS = [jl.apps.Wavefront(4, 4, blocks=4, work=1e-4),
+              jl.apps.Wavefront(4, 8, blocks=4, work=1e-4)]
+WAVEFRONT_GRID = {"workload": WAVEFRONTS}
+WAVEFRONT_LABELS = {"workload": ["4x4", "4x8"]}
+
+
+def test_a_value_meant_for_the_function_is_not_taken_as_sweeps_option():
+    # progress="on_arrival" is wavefront_simulate's mode, not a truthy progress bar flag
+    with pytest.raises(TypeError, match=r"progress='on_arrival': sweep's own option "
+                       r"'progress' takes True or False.*wavefront_simulate also takes "
+                       r"progress=: give the function's with fixed=\{'progress': "
+                       r"'on_arrival'\}"):
+        sweep(jl.apps.wavefront_simulate, WAVEFRONT_GRID, progress="on_arrival",
+              labels=WAVEFRONT_LABELS, rng=9, noise=LAW)
+
+
+def test_fixed_passes_arguments_named_like_sweeps_own_options():
+    result = sweep(jl.apps.wavefront_simulate, WAVEFRONT_GRID, progress=False,
+                   labels=WAVEFRONT_LABELS, rng=9, noise=TRACE,
+                   fixed={"progress": "on_arrival"})
+    for label, workload in zip(WAVEFRONT_LABELS["workload"], WAVEFRONTS, strict=True):
+        at = result.sel(workload=label)
+        direct = jl.apps.wavefront_simulate(workload, noise=TRACE, progress="on_arrival",
+                                            rng=int(at["point_seed"]))
+        ranks = direct.sizes["rank"]
+        np.testing.assert_array_equal(at["finish"].isel(rank=slice(0, ranks)),
+                                      direct["finish"])
+    in_order = sweep(jl.apps.wavefront_simulate, WAVEFRONT_GRID, progress=False,
+                     labels=WAVEFRONT_LABELS, rng=9, noise=TRACE, fixed={"progress": "in_order"})
+    assert not np.array_equal(in_order["finish"].values, result["finish"].values,
+                              equal_nan=True)
+
+
+def test_an_option_both_sweep_and_the_function_take_is_ambiguous_unless_both_are_given():
+    with pytest.raises(ValueError, match=r"progress=False\) is ambiguous: .*wavefront_simulate "
+                       r"also takes progress="):
+        sweep(jl.apps.wavefront_simulate, WAVEFRONT_GRID, progress=False,
+              labels=WAVEFRONT_LABELS, rng=9, noise=LAW)
+    # with the function's own given, the call is clear (and so is a partial's)
+    sweep(jl.apps.wavefront_simulate, WAVEFRONT_GRID, progress=False,
+          labels=WAVEFRONT_LABELS, rng=9, noise=LAW, fixed={"progress": "in_order"})
+
+
+def takes_sweeps_option_names(n, client=None, labels=None, points_per_task=None, fixed=None):
+    return xr.Dataset({"value": ((), float(n))})
+
+
+@pytest.mark.parametrize(("option", "value", "error", "match"), [
+    ("client", "on_arrival", TypeError, r"client='on_arrival': sweep's own option 'client' "
+     r"takes None, 'local', a scheduler address.*also takes client=: give the function's "
+     r"with fixed=\{'client': 'on_arrival'\}"),
+    ("labels", "mine", TypeError, r"labels='mine': .*takes a dict.*fixed=\{'labels'"),
+    ("points_per_task", "all", TypeError, r"points_per_task='all'.*fixed=\{'points_per_task'"),
+    ("fixed", True, TypeError, r"fixed=True: .*takes a dict.*fixed=\{'fixed': True\}"),
+    ("labels", {"n": ["a", "b"]}, ValueError, r"labels=.* is ambiguous"),
+    ("points_per_task", 2, ValueError, r"points_per_task=2\) is ambiguous"),
+])
+def test_every_option_of_sweep_is_checked_against_the_functions_arguments(option, value,
+                                                                          error, match):
+    with pytest.raises(error, match=match):
+        sweep(takes_sweeps_option_names, {"n": [1, 2]}, progress=False, **{option: value})
+
+
+def test_options_of_the_wrong_kind_are_refused_for_any_function():
+    # constant takes none of these: the same checks, without the hint
+    for option, value in [("client", "on_arrival"), ("progress", "yes"), ("labels", ["a"]),
+                          ("fixed", [("work", 1.0)])]:
+        with pytest.raises(TypeError, match=f"{option}=.*sweep's own option") as info:
+            sweep(constant, {"n": [1, 2]}, **{"progress": False, "work": 1.0, option: value})
+        assert "also takes" not in str(info.value)
+    # a seed of the wrong kind is refused even when the function draws no random numbers
+    with pytest.raises(TypeError, match="rng must be an int seed"):
+        sweep(constant, {"n": [1, 2]}, rng="2024", progress=False, work=1.0)
+
+
+def takes_func_and_grid(n, func, grid):
+    return xr.Dataset({"value": ((), n * func * grid)})
+
+
+def test_func_and_grid_are_positional_so_the_function_may_take_those_names():
+    result = sweep(takes_func_and_grid, {"n": [1, 2]}, progress=False, func=3.0, grid=5.0)
+    np.testing.assert_array_equal(result["value"], [15.0, 30.0])
+
+
+def test_fixed_rng_gives_every_point_the_same_seed():
+    result = sweep(jl.max_of_n, {"n": [10, 100]}, progress=False, dist_or_list=LAW,
+                   method="montecarlo", replicates=100, fixed={"rng": 5})
+    assert "point_seed" not in result.coords and result.attrs["seed"] == 5
+    direct = jl.max_of_n(LAW, n=100, method="montecarlo", replicates=100, rng=5)
+    assert float(result["mean"].sel(n=100)) == float(direct["mean"].sel(n=100))
+    with pytest.raises(ValueError, match="rng is given both"):
+        sweep(jl.max_of_n, {"n": [10]}, progress=False, dist_or_list=LAW, rng=1,
+              fixed={"rng": 5})
+    with pytest.raises(ValueError, match="dist_or_list given both in fixed= and as a keyword"):
+        sweep(jl.max_of_n, {"n": [10]}, progress=False, dist_or_list=LAW,
+              fixed={"dist_or_list": LAW})
+
+
+# --------------------------------------------------------------------------- shapes, results
+
+
+def scalar_at_one(k):
+    """One value per q for k > 1, a bare scalar (no dimension q) for k = 1."""
+    if k == 1:
+        return xr.Dataset({"x": ((), 5.0), "count": ((), np.int64(1))})
+    return xr.Dataset({"x": (("q",), np.arange(k, dtype=float)),
+                       "count": (("q",), np.arange(k))}, coords={"q": np.arange(k)})
+
+
+def test_a_variable_without_a_dimension_others_have_is_missing_there_not_repeated():
+    result = sweep(scalar_at_one, {"k": [1, 2, 3]}, progress=False)
+    assert result["x"].sel(k=1).isnull().all()  # not 5.0 repeated along q
+    np.testing.assert_array_equal(result["x"].sel(k=2), [0.0, 1.0, np.nan])
+    np.testing.assert_array_equal(result["x"].sel(k=3), [0.0, 1.0, 2.0])
+    assert result["count"].dtype == float and result["count"].sel(k=1).isnull().all()
+    np.testing.assert_array_equal(result["count"].sel(k=3), [0, 1, 2])
+
+
+def number_at_two(n):
+    return float(n) if n == 2 else xr.Dataset({"value": ((), float(n))})
+
+
+def test_a_point_returning_no_dataset_fails_alone():
+    with pytest.warns(SweepWarning, match=r"(?s)1 of 3 sweep points failed.*n=2: TypeError: "
+                      r"sweep needs a function returning an xarray.Dataset"):
+        result = sweep(number_at_two, {"n": [1, 2, 3]}, progress=False)
+    np.testing.assert_array_equal(result["value"], [1.0, np.nan, 3.0])
+    assert result.attrs["sweep_failed"][0].startswith("n=2: TypeError")
+
+
+# --------------------------------------------------------------------------- a point that kills
+
+
+def exits_at_three(k, work, offset):
+    """Ends its worker process at k = 3, work = 2, as a segfault or the out-of-memory killer
+    would."""
+    if k == 3 and work == 2.0:
+        os._exit(1)
+    return xr.Dataset({"value": ((), k * work + float(offset.sum()))})
+
+
+@pytest.fixture
+def fragile_client():
+    """Two one-thread worker processes; a task fails at the first worker that dies under it
+    (allowed-failures 0, instead of Dask's 3, so that each round costs one restart)."""
+    distributed = pytest.importorskip("distributed")
+    import dask
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+            cluster = local_cluster(n_workers=2)
+        dask_client = distributed.Client(cluster)
+    yield dask_client
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dask_client.close()
+        cluster.close()
+
+
+def test_a_point_that_kills_its_worker_fails_alone_and_the_sweep_ends(fragile_client):
+    import concurrent.futures
+
+    grid = {"k": list(range(6)), "work": [1.0, 2.0]}
+    offset = np.full(4, 0.25)  # fixed data: must survive the death of every worker holding it
+
+    def run():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = sweep(exits_at_three, grid, client=fragile_client, progress=False,
+                           points_per_task=4, offset=offset)
+        return result, caught
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        # generous for a loaded two-core machine (a worker restart takes up to ~25 s there);
+        # without the fix the healthy points that shared a task were lost or the sweep hung
+        result, caught = pool.submit(run).result(timeout=400)
+    expected = np.outer(np.arange(6.0), [1.0, 2.0]) + 1.0
+    expected[3, 1] = np.nan
+    np.testing.assert_array_equal(result["value"].values, expected)
+    assert [text.split(":")[0] for text in result.attrs["sweep_failed"]] == ["k=3, work=2.0"]
+    assert all("KilledWorker" in text for text in result.attrs["sweep_failed"])
+    assert any(issubclass(w.category, SweepWarning) for w in caught)
