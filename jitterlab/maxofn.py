@@ -21,6 +21,13 @@ from ._checks import check_integer
 from ._integrate import piecewise_quad, quantile_tail_integral
 from ._provenance import provenance_attrs
 from ._random import RngLike, seed_from
+from .limits import (
+    ALLOW_LARGE_VARIABLE,
+    ResourceLimitError,
+    check_allow_large,
+    check_memory,
+    large_allowed,
+)
 from .noise import Empirical, Histogram, NoiseModel, TailWarning
 
 __all__ = ["max_of_n", "process_counts", "exact_max_quantile", "exact_max_mean"]
@@ -252,9 +259,37 @@ def _quantile_standard_error(sorted_values: np.ndarray, q: float) -> float:
     return 0.5 * float(sorted_values[hi] - sorted_values[lo])
 
 
+#: Monte Carlo draws one call may make without allow_large (about 10² s at 10⁸ per second)
+MAX_DRAWS = 10**10
+#: uniforms per second of the Monte Carlo kernel, for the message (10 ns each measured on
+#: two loaded cores; a quiet many-core machine is several times faster)
+_DRAWS_PER_SECOND = 1e8
+
+
+def _check_draws(n_values, replicates: int, n_models: int, n_quantiles: int,
+                 allow_large: bool) -> None:
+    """Refuse a Monte Carlo run whose draws or arrays are beyond the limits (O(len(n)))."""
+    check_allow_large(allow_large)
+    draws = sum(int(k) for k in n_values) * replicates  # Python ints: no overflow
+    if draws > MAX_DRAWS and not large_allowed(allow_large):
+        raise ResourceLimitError(
+            f"method='montecarlo' would draw {draws:.3g} uniforms (the sum of n, "
+            f"{sum(int(k) for k in n_values):.3g}, times replicates={replicates}), about "
+            f"{draws / _DRAWS_PER_SECOND:.3g} s at {_DRAWS_PER_SECOND:.0e} per second; its "
+            f"cost grows with N. Use method='exact' (the same law, computed without draws, "
+            f"at any N), fewer replicates or smaller n, or pass allow_large=True (or set "
+            f"{ALLOW_LARGE_VARIABLE}=1) to draw them anyway")
+    # per N: the (replicates, laws) complements, the maxima and their sorted copy, the
+    # law's inverse CDF of each column; standard errors per quantile
+    estimate = 8.0 * replicates * (2 * n_models + 3) + 16.0 * n_quantiles * len(n_values)
+    check_memory(estimate, f"max_of_n(method='montecarlo', replicates={replicates})",
+                 "fewer replicates", allow_large)
+
+
 def max_of_n(dist_or_list, n=None, method: str = "exact",
              quantiles: Sequence[float] = DEFAULT_QUANTILES, replicates: int = 10_000,
-             rng: RngLike = None, tail: str | None = None) -> xr.Dataset:
+             rng: RngLike = None, tail: str | None = None, *,
+             allow_large: bool = False) -> xr.Dataset:
     """Distribution of the maximum over N processes of independent noise (or w + δ).
 
     Parameters
@@ -284,6 +319,12 @@ def max_of_n(dist_or_list, n=None, method: str = "exact",
         requested quantile does); "gpd" first fits a generalized Pareto tail above
         about the 95th percentile (to the samples, or by binned maximum likelihood to
         the bins), and raises ValueError when the data are too few for a fit.
+    allow_large : bool
+        Run a Monte Carlo estimate that draws more than 10¹⁰ uniforms (the sum of ``n``
+        times ``replicates``: minutes at about 10⁸ draws per second), or whose arrays need
+        more than half of the available memory; without it such a call raises
+        :class:`jitterlab.limits.ResourceLimitError` with the figures. The environment
+        variable ``JITTERLAB_ALLOW_LARGE=1`` does the same for every call.
 
     Returns
     -------
@@ -302,6 +343,10 @@ def max_of_n(dist_or_list, n=None, method: str = "exact",
         ``n`` (each value) or ``replicates`` is not a whole number >= 1 (>= 2) within
         64 bits, a quantile level is not strictly between 0 and 1, ``method`` or
         ``tail`` is unknown, or ``tail="gpd"`` meets too few data for a fit.
+    ResourceLimitError
+        (a ValueError) "montecarlo" would draw more than 10¹⁰ numbers or allocate more
+        than half of the available memory, without ``allow_large``. Its cost grows with
+        N; "exact" does not.
 
     Warns
     -----
@@ -336,6 +381,8 @@ def max_of_n(dist_or_list, n=None, method: str = "exact",
     if tail not in (None, "gpd"):
         raise ValueError(f"tail must be None or 'gpd', got {tail!r}")
     replicates = check_integer("replicates", replicates, 2)
+    if method == "montecarlo":
+        _check_draws(n_values, replicates, len(models), q.size, allow_large)
     models = [_with_fitted_tail(m, tail) for m in models]
     if tail is None:
         _warn_if_sample_limited(models, n_values, q)

@@ -20,6 +20,7 @@ from ._checks import check_integer, check_positive
 from ._provenance import provenance_attrs
 from ._random import RngLike, as_generator, seed_from
 from .collectives import _RoundCollective
+from .limits import check_allow_large, check_memory
 from .message import Message
 from .trace import Trace
 
@@ -255,9 +256,39 @@ def _noiseless_phase_mean(n, work, phases, barrier) -> float:
     return float((theta.sum() + (phases - probe) * theta[-1]) / phases)
 
 
+#: bytes per task of a run: start offsets, their order and sorted copy, the kernels' state
+_BYTES_PER_TASK = 64
+#: bytes per task and phase with detail=True: compute, end, previous end, wait and temporaries
+_BYTES_PER_TASK_PHASE = 48
+
+
+def _check_size(counts, phases, detail, events, barrier, allow_large) -> None:
+    """Refuse, before allocating, a run that needs more memory than allowed (O(1))."""
+    check_allow_large(allow_large)
+    n = int(counts.max())
+    estimate = float(n) * _BYTES_PER_TASK + 8.0 * phases * (counts.size + 1)
+    if detail or events:
+        estimate += float(n) * phases * _BYTES_PER_TASK_PHASE
+    if events:  # operation ends [phase, task, op], then the event table (about 5 columns)
+        if isinstance(barrier, TreeBarrier):
+            ops = 2 * barrier.fanout + 3
+        elif barrier is None:
+            ops = 1
+        else:
+            ops = 1 + 2 * math.ceil(math.log2(max(n, 2)))
+        estimate += float(n) * phases * ops * 8 * 6
+    if detail or events:
+        what = f"jl.simulate with n={n}, phases={phases}, detail={detail!r}"
+        change = "a smaller n or fewer phases, or detail=False"
+    else:
+        what = f"jl.simulate with n={n}, phases={phases}"
+        change = "a smaller n or fewer phases"
+    check_memory(estimate, what, change, allow_large)
+
+
 def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="random",
              barrier: TreeBarrier | None = None, rng: RngLike = None,
-             detail: bool = False, *, n_tasks=None) -> xr.Dataset:
+             detail: bool = False, *, n_tasks=None, allow_large: bool = False) -> xr.Dataset:
     """Simulate N tasks that replay one jitter trace, phase after phase.
 
     Parameters
@@ -298,6 +329,12 @@ def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="r
         :func:`jitterlab.estimate.accumulated_noise`).
     n_tasks : int or sequence of int, optional
         Another name for ``n``, kept for code written against the first API.
+    allow_large : bool
+        Run even when the memory the run needs (estimated before anything is allocated:
+        about 64 B per task, 8 B per phase, and with ``detail`` 48 B per task and phase)
+        exceeds half of the memory available; without it such a call raises
+        :class:`jitterlab.limits.ResourceLimitError` naming the figure. The environment
+        variable ``JITTERLAB_ALLOW_LARGE=1`` does the same for every call.
 
     Returns
     -------
@@ -344,6 +381,7 @@ def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="r
         raise TypeError(f"detail must be True, False or 'events', got {detail!r}")
     if (events or detail) and counts.size > 1:
         raise ValueError(f"detail={detail!r} needs a single n")
+    _check_size(counts, phases, detail, events, barrier, allow_large)
     if events:
         detail = True
         if (isinstance(barrier, TreeBarrier) and barrier.cores_per_node

@@ -560,3 +560,35 @@ def test_mixed_list_with_a_large_sample_is_fast_and_agrees_with_monte_carlo():
     ex = jl.max_of_n(laws, n=n)
     mc = jl.max_of_n(laws, n=n, method="montecarlo", replicates=4000, rng=5)
     assert np.all(np.abs((mc["mean"] - ex["mean"]) / mc["mean_se"]).values < 4.5)
+
+
+# --------------------------------------------------------------------------- sizes
+
+
+def test_montecarlo_beyond_its_draw_limit_is_refused_with_the_figures(monkeypatch):
+    monkeypatch.delenv("JITTERLAB_ALLOW_LARGE", raising=False)
+    law = Exponential(mean=1e-5)
+    with pytest.raises(jl.limits.ResourceLimitError,
+                       match=r"draw 1e\+14 uniforms \(the sum of n, 1e\+10, times "
+                       r"replicates=10000\).*Use method='exact'"):
+        jl.max_of_n(law, n=10**10, method="montecarlo", rng=1)
+    # the sum over every n counts; the exact method at the same N is immediate
+    with pytest.raises(jl.limits.ResourceLimitError, match="the sum of n, 1.1e\\+07"):
+        jl.max_of_n(law, n=[10**7, 10**6], method="montecarlo", replicates=1000, rng=1)
+    exact = jl.max_of_n(law, n=10**10)
+    np.testing.assert_allclose(float(exact["mean"][0]),
+                               1e-5 * (math.log(1e10) + np.euler_gamma), rtol=1e-9)
+    with pytest.raises(TypeError, match="allow_large must be True or False"):
+        jl.max_of_n(law, n=10, method="montecarlo", replicates=10, allow_large=1)
+
+
+def test_montecarlo_replicates_beyond_the_memory_are_refused(monkeypatch):
+    monkeypatch.setattr(jl.limits, "available_memory", lambda: 10**6)
+    monkeypatch.setattr(jl.limits, "_ALWAYS_FITS", 0)
+    monkeypatch.delenv("JITTERLAB_ALLOW_LARGE", raising=False)
+    law = Exponential(mean=1e-5)
+    with pytest.raises(jl.limits.ResourceLimitError, match="give fewer replicates"):
+        jl.max_of_n(law, n=2, method="montecarlo", replicates=10**5, rng=1)
+    allowed = jl.max_of_n(law, n=2, method="montecarlo", replicates=10**5, rng=1,
+                          allow_large=True)
+    assert allowed["mean"].size == 1

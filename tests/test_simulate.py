@@ -415,3 +415,38 @@ def test_the_noiseless_reference_is_computed_once_per_configuration(monkeypatch,
     assert not first["slowdown"].equals(again["slowdown"])  # other seeds, same reference
     other = jl.simulate(trace, n=100, work=2e-3, phases=5, barrier=barrier, rng=2)
     assert len(calls) > 2 * count and not other["slowdown"].equals(again["slowdown"])
+
+
+# --------------------------------------------------------------------------- sizes
+
+
+SIZE_TRACE = jl.Trace(jitter=[1e-6], gap=[99e-6])
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"n": 10**12}, r"n=1000000000000, phases=1 would allocate about 64 TB.*give a smaller n"),
+    ({"n": 10**6, "phases": 10**6, "detail": True},
+     r"detail=True would allocate about 48 TB.*or detail=False"),
+    ({"n": 10**5, "phases": 10**6, "detail": "events",
+      "barrier": jl.TreeBarrier(fanout=2, latency=1e-6)}, r"detail='events'"),
+    ({"n": 16, "phases": 10**13}, r"phases=10000000000000 would allocate about 160 TB"),
+])
+def test_a_run_too_large_for_the_memory_is_refused_before_allocating(kwargs, match):
+    with pytest.raises(jl.limits.ResourceLimitError,
+                       match=match + r".*allow_large=True \(or set JITTERLAB_ALLOW_LARGE=1\)"):
+        jl.simulate(SIZE_TRACE, work=1e-4, rng=1, **kwargs)
+
+
+def test_allow_large_and_the_environment_lift_the_memory_limit(monkeypatch):
+    monkeypatch.setattr(jl.limits, "available_memory", lambda: 2 * 10**6)  # 2 MB free
+    monkeypatch.setattr(jl.limits, "_ALWAYS_FITS", 0)
+    monkeypatch.delenv("JITTERLAB_ALLOW_LARGE", raising=False)
+    with pytest.raises(jl.limits.ResourceLimitError, match=r"6.4 MB, more than 50% of the 2 MB"):
+        jl.simulate(SIZE_TRACE, n=10**5, work=1e-4, rng=1)
+    allowed = jl.simulate(SIZE_TRACE, n=10**5, work=1e-4, rng=1, allow_large=True)
+    monkeypatch.setenv("JITTERLAB_ALLOW_LARGE", "1")
+    from_environment = jl.simulate(SIZE_TRACE, n=10**5, work=1e-4, rng=1)
+    xr.testing.assert_identical(allowed.drop_attrs(), from_environment.drop_attrs())
+    assert jl.simulate(SIZE_TRACE, n=10, work=1e-4, rng=1)["slowdown"] >= 0  # small: no limit
+    with pytest.raises(TypeError, match="allow_large must be True or False"):
+        jl.simulate(SIZE_TRACE, n=10, work=1e-4, allow_large="yes")
