@@ -66,15 +66,16 @@ def format_bytes(size: float) -> str:
     return f"{size:.0f} B"
 
 
-def check_memory(estimate: float, what: str, change: str, allow_large: bool = False) -> None:
+def check_memory(estimate: float, what, change: str, allow_large: bool = False) -> None:
     """Raise :class:`ResourceLimitError` if ``estimate`` bytes exceed the allowed share.
 
     Parameters
     ----------
     estimate : float
         Bytes the call is about to allocate, at least. [B]
-    what : str
-        What needs it, for the message ("jl.simulate with n=1e9, detail=True").
+    what : str or callable
+        What needs it, for the message ("jl.simulate with n=1e9, detail=True"); a function
+        returning that text is called only when the call is refused.
     change : str
         Which argument to change, for the message ("a smaller n").
     allow_large : bool
@@ -85,6 +86,8 @@ def check_memory(estimate: float, what: str, change: str, allow_large: bool = Fa
     limit = MEMORY_FRACTION * available_memory()
     if estimate <= limit or large_allowed(allow_large):
         return
+    if callable(what):
+        what = what()
     raise ResourceLimitError(
         f"{what} would allocate about {format_bytes(estimate)}, more than "
         f"{MEMORY_FRACTION:.0%} of the {format_bytes(limit / MEMORY_FRACTION)} of memory "

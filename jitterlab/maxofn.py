@@ -282,7 +282,7 @@ def _check_draws(n_values, replicates: int, n_models: int, n_quantiles: int,
     # per N: the (replicates, laws) complements, the maxima and their sorted copy, the
     # law's inverse CDF of each column; standard errors per quantile
     estimate = 8.0 * replicates * (2 * n_models + 3) + 16.0 * n_quantiles * len(n_values)
-    check_memory(estimate, f"max_of_n(method='montecarlo', replicates={replicates})",
+    check_memory(estimate, lambda: f"max_of_n(method='montecarlo', replicates={replicates})",
                  "fewer replicates", allow_large)
 
 

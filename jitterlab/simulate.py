@@ -265,7 +265,7 @@ _BYTES_PER_TASK_PHASE = 48
 def _check_size(counts, phases, detail, events, barrier, allow_large) -> None:
     """Refuse, before allocating, a run that needs more memory than allowed (O(1))."""
     check_allow_large(allow_large)
-    n = int(counts.max())
+    n = max(counts.tolist())
     estimate = float(n) * _BYTES_PER_TASK + 8.0 * phases * (counts.size + 1)
     if detail or events:
         estimate += float(n) * phases * _BYTES_PER_TASK_PHASE
@@ -278,12 +278,12 @@ def _check_size(counts, phases, detail, events, barrier, allow_large) -> None:
             ops = 1 + 2 * math.ceil(math.log2(max(n, 2)))
         estimate += float(n) * phases * ops * 8 * 6
     if detail or events:
-        what = f"jl.simulate with n={n}, phases={phases}, detail={detail!r}"
-        change = "a smaller n or fewer phases, or detail=False"
+        check_memory(estimate, lambda: f"jl.simulate with n={n}, phases={phases}, "
+                     f"detail={detail!r}", "a smaller n or fewer phases, or detail=False",
+                     allow_large)
     else:
-        what = f"jl.simulate with n={n}, phases={phases}"
-        change = "a smaller n or fewer phases"
-    check_memory(estimate, what, change, allow_large)
+        check_memory(estimate, lambda: f"jl.simulate with n={n}, phases={phases}",
+                     "a smaller n or fewer phases", allow_large)
 
 
 def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="random",
