@@ -374,3 +374,19 @@ def test_read_trace_recognises_a_detour_directory(tmp_path):
     output = tmp_path / "run.detour"
     jl.bench.detour(0.3, output=output, chunk_seconds=0.1, progress=False)
     assert jl.read_trace(output).equals(jl.bench.read_detour(output))
+
+
+def test_a_row_is_not_appended_to_a_csv_cut_short_or_with_other_columns(tmp_path):
+    path = tmp_path / "runs.csv"
+    _chunks.append_csv_row(path, {"a": 1, "b": 2.5}, ["a", "b"])
+    _chunks.append_csv_row(path, {"a": 3, "b": 4.5}, ["a", "b"])
+    assert path.read_text().splitlines() == ["a,b", "1,2.5", "3,4.5"]
+    whole = path.read_bytes()
+    path.write_bytes(whole + b"5,6")  # a run killed in the middle of its row
+    with pytest.raises(ValueError, match=r"runs.csv line 4: the last row is cut short"):
+        _chunks.append_csv_row(path, {"a": 7, "b": 8.5}, ["a", "b"])
+    assert path.read_bytes() == whole + b"5,6"  # untouched
+    path.write_bytes(whole)
+    with pytest.raises(ValueError, match=r"runs.csv line 1: the columns \['a', 'b'\] are not "
+                       r"\['a', 'c'\]"):
+        _chunks.append_csv_row(path, {"a": 7, "c": 8.5}, ["a", "c"])

@@ -80,11 +80,39 @@ def _write_atomic(path: Path, write: Callable) -> None:
         raise
 
 
+def _csv_problem(path: Path, columns: list) -> str | None:
+    """Why a row may not be appended to the existing CSV ``path``, or None.
+
+    Refused: a last row cut short (no newline at the end: a run killed while writing it; a
+    row appended there would merge with it) and a header other than ``columns``.
+    """
+    with path.open("rb") as stream:
+        stream.seek(-1, os.SEEK_END)
+        if stream.read(1) not in (b"\n", b"\r"):
+            stream.seek(0)
+            lines = stream.read().count(b"\n") + 1
+            return (f"{path} line {lines}: the last row is cut short (no newline at the end: "
+                    "a run killed while writing it?); remove that line or complete it, then "
+                    "run again")
+    with path.open(newline="") as stream:
+        header = next(csv.reader(stream), [])
+    if header != [str(column) for column in columns]:
+        return f"{path} line 1: the columns {header} are not {list(columns)}; give another file"
+    return None
+
+
 def append_csv_row(path, row: dict, columns) -> None:
     """Append ``row`` to the CSV table ``path`` (its header ``columns`` first when the file
-    is new or empty) and sync it to disk, so a killed script keeps every row written."""
+    is new or empty) and sync it to disk, so a killed script keeps every row written.
+
+    Raises ValueError, naming the file and line, if the file's last row is cut short or its
+    header is not ``columns``: the row would merge with the cut one or land in the wrong
+    columns.
+    """
     path = Path(path)
     new = not path.exists() or path.stat().st_size == 0
+    if not new and (problem := _csv_problem(path, list(columns))):
+        raise ValueError(problem)
     with path.open("a", newline="") as stream:
         writer = csv.DictWriter(stream, fieldnames=list(columns))
         if new:
