@@ -600,6 +600,7 @@ def local_cluster(n_workers: int | None = None, **kwargs):
     if n_workers is None:
         n_workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
             os.cpu_count() or 1)
+    n_workers = check_integer("n_workers", n_workers, 1)
     options = {"threads_per_worker": 1, "processes": True, "dashboard_address": None,
                **kwargs}
     # numba reads NUMBA_NUM_THREADS when imported, which a spawned worker may do before the

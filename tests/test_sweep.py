@@ -547,3 +547,10 @@ def test_a_point_that_kills_its_worker_fails_alone_and_the_sweep_ends(fragile_cl
     assert [text.split(":")[0] for text in result.attrs["sweep_failed"]] == ["k=3, work=2.0"]
     assert all("KilledWorker" in text for text in result.attrs["sweep_failed"])
     assert any(issubclass(w.category, SweepWarning) for w in caught)
+
+
+@pytest.mark.parametrize(("n_workers", "error"), [("2", TypeError), (0, ValueError),
+                                                  (1.5, ValueError)])
+def test_local_cluster_checks_its_number_of_workers(n_workers, error):
+    with pytest.raises(error, match="n_workers"):
+        local_cluster(n_workers=n_workers)
