@@ -122,3 +122,59 @@ def _other_size_goal(tmp_path) -> Path:
     path = tmp_path / "four.goal"
     path.write_text("num_ranks 4\n" + "".join(f"rank {r} {{\nl1: calc 1\n}}\n" for r in range(4)))
     return path
+
+
+# A timeline written by hand in LogGOPSim's -V format (not LogGOPSim output): rank 1's
+# message reaches rank 0 during its computation; LogGOPSim takes it up when the CPU is free
+# (at 100 ns), before rank 0's sends, and 50 ns of noise strike its processing.
+HAND_VIZ = """numranks 2;
+loclop 0 0 0 100 1 0 0;
+osend 1 0 0 1 0 0 1;
+noise 1 0 1 1 0 1 0;
+loclop 1 0 1 201 1 0 0;
+transmission 1 0 1 100 1 0 0 0 1;
+orecv 0 0 100 101 0 0 1;
+noise 0 0 101 151 0 1 0;
+osend 0 0 151 152 0 0 1;
+noise 0 0 152 152 0 1 0;
+osend 0 0 152 153 0 0 1;
+noise 0 0 153 153 0 1 0;
+transmission 0 1 152 201 1 0 0 0 1;
+orecv 1 0 201 202 0 0 1;
+noise 1 0 202 202 0 1 0;
+transmission 0 1 153 202 1 0 0 0 1;
+orecv 1 0 202 203 0 0 1;
+noise 1 0 203 203 0 1 0;
+"""
+HAND_GOAL = """num_ranks 2
+rank 0 {
+l1: calc 100
+l2: send 1b to 1 tag 0
+l2 requires l1
+l3: send 1b to 1 tag 1
+l3 requires l2
+l4: recv 1b from 1 tag 0
+}
+rank 1 {
+l1: send 1b to 0 tag 0
+l2: calc 200
+l2 requires l1
+l3: recv 1b from 0 tag 0
+l4: recv 1b from 0 tag 1
+}
+"""
+
+
+def test_message_taken_up_early_keeps_its_noise_in_a_gap(tmp_path):
+    (tmp_path / "hand.viz").write_text(HAND_VIZ)
+    (tmp_path / "hand.goal").write_text(HAND_GOAL)
+    events = jl.io.read_loggopsim_timeline(tmp_path / "hand.viz", tmp_path / "hand.goal",
+                                           latency=5e-9)
+    rank0 = events.data[events.data["rank"] == 0]
+    assert rank0["kind"].astype(str).tolist() == ["compute", "compute", "send", "send", "recv"]
+    gap = rank0.iloc[1]
+    assert (gap["start"], gap["end"]) == pytest.approx((100e-9, 151e-9), abs=1e-15)
+    assert gap["noise_combined"] == pytest.approx(50e-9, abs=1e-15)
+    assert rank0.iloc[4]["start"] == rank0.iloc[4]["end"]  # taken up before it was reached
+    assert events.attrs["absorbed_noise"] == 0.0
+    assert events.noise("combined").sum() == pytest.approx(50e-9, abs=1e-15)
