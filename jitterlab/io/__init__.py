@@ -15,8 +15,12 @@ Measurements that are not traces have their own readers: the sysjitter summary
 (:func:`read_sysjitter_summary`, a pandas Series), ROSS's end-of-run statistics
 (:func:`read_ross_summary`, a pandas Series), FTQ output (:func:`read_ftq`, an
 :class:`~jitterlab.io.ftq.FTQMeasurement` with the noise per quantum) and FWQ output
-(:func:`read_fwq`, the empirical law of w + δ). ``read_trace`` given one of them
-(``format="ftq"`` or ``"fwq"``, a file named ``ftq_*``/``fwq_*``, FTQ's header or a
+(:func:`read_fwq`, the empirical law of w + δ); kernel trace events from ftrace or
+``trace-cmd report`` (:func:`read_ftrace`, a pandas DataFrame, see
+``docs/kernel_events.md``) and the output of Linux's osnoise tracer and ``rtla osnoise``
+(:func:`read_osnoise_events`, :func:`read_osnoise_periods`,
+:func:`read_rtla_osnoise_top`, :func:`read_rtla_osnoise_hist`). ``read_trace`` given
+one of them (``format="ftq"`` or ``"fwq"``, a file named ``ftq_*``/``fwq_*``, FTQ's header or a
 sysjitter summary) raises :class:`NotATraceError` naming the reader to use.
 
 Any of them may be gzip-compressed (``.gz`` appended); compression is recognised from
@@ -43,8 +47,16 @@ from ..trace import Trace
 from . import _common, ftq, fwq, native, sysjitter
 from ._common import NotATraceError, strip_gz
 from .ftq import FTQMeasurement, read_ftq
+from .ftrace import LostEventsWarning, read_ftrace
 from .fwq import read_fwq
 from .loggopsim import read_timeline as read_loggopsim_timeline
+from .osnoise import (
+    OsnoiseHistogram,
+    read_osnoise_events,
+    read_osnoise_periods,
+    read_rtla_osnoise_hist,
+    read_rtla_osnoise_top,
+)
 from .otf2 import read_otf2_events, write_otf2_events
 from .ross import read_summary as read_ross_summary
 from .sysjitter import read_summary as read_sysjitter_summary
@@ -52,6 +64,8 @@ from .sysjitter import read_summary as read_sysjitter_summary
 __all__ = ["read_trace", "FORMATS", "EXTENSIONS", "NOT_TRACES", "NotATraceError",
            "read_sysjitter_summary", "read_ftq", "FTQMeasurement", "read_fwq",
            "read_ross_summary", "read_otf2_events", "write_otf2_events", "read_loggopsim_timeline"]
+__all__ += ["read_ftrace", "LostEventsWarning", "read_osnoise_events", "read_osnoise_periods",
+            "read_rtla_osnoise_top", "read_rtla_osnoise_hist", "OsnoiseHistogram"]
 
 #: format name -> module of this package that reads it
 FORMATS: dict[str, str] = {
