@@ -123,8 +123,8 @@ EVENT_FIELDS: dict[str, list[re.Pattern]] = {
         r"(?P<irq_count>\d+)\s+(?P<softirq_count>\d+)\s+(?P<thread_count>\d+)"),
 }
 
-#: fields converted from the printed unit to seconds: field -> seconds per printed unit
-_SECONDS = {"duration": 1e-9, "runtime": 1e-6, "noise": 1e-6, "max_single_noise": 1e-6}
+#: fields converted from the printed unit to seconds: field -> printed units per second
+_SECONDS = {"duration": 1e9, "runtime": 1e6, "noise": 1e6, "max_single_noise": 1e6}
 #: fields kept as text
 _TEXT = {"name", "action", "prev_comm", "next_comm", "prev_state", "woken_comm", "hrtimer",
          "function", "thread_comm", "ret"}
@@ -137,11 +137,11 @@ def _convert(field: str, text: str):
         return text
     if field == "start":  # seconds.nanoseconds, exact to the nanosecond in float64 < 1e6 s
         seconds, nanoseconds = text.split(".")
-        return int(seconds) + int(nanoseconds) * 1e-9
+        return int(seconds) + int(nanoseconds) / 1e9
     if field in _FLOAT:
         return float(text)
     if field in _SECONDS:
-        return int(text) * _SECONDS[field]
+        return int(text) / _SECONDS[field]
     return int(text)
 
 
