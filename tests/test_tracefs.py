@@ -1,0 +1,170 @@
+"""jitterlab.bench.tracefs: the private tracefs instance, on this machine's tracefs (when
+writable) and on a fake tracefs tree for the error paths."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import time
+
+import pytest
+
+from jitterlab.bench import tracefs
+from jitterlab.bench.tracefs import (
+    EventNotAvailableError,
+    TracefsNotMountedError,
+    TracefsPermissionError,
+    buffer_size_kb,
+    cpu_mask,
+    parse_stats,
+    remove_stale_instances,
+    trace_instance,
+)
+from jitterlab.io import read_ftrace
+
+REAL = tracefs.TRACEFS_ROOTS[0]
+REAL_WRITABLE = (os.geteuid() == 0 and (REAL / "instances").is_dir()
+                 and os.access(REAL / "instances", os.W_OK))
+real = pytest.mark.skipif(not REAL_WRITABLE, reason=f"needs root and tracefs mounted at "
+                          f"{REAL} (mount -t tracefs nodev {REAL})")
+
+
+def dead_pid() -> int:
+    """The pid of a process that has ended."""
+    process = subprocess.Popen(["true"])
+    process.wait()
+    return process.pid
+
+
+@pytest.fixture
+def fake_tracefs(tmp_path):
+    root = tmp_path / "tracing"
+    for path in ("instances", "per_cpu/cpu0", "per_cpu/cpu1",
+                 "events/irq_vectors/local_timer_entry", "events/irq/softirq_entry"):
+        (root / path).mkdir(parents=True)
+    for event in ("irq_vectors/local_timer_entry", "irq/softirq_entry"):
+        (root / "events" / event / "enable").write_text("0\n")
+    return root
+
+
+def test_not_root(monkeypatch, fake_tracefs):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(TracefsPermissionError, match="needs root.*uid 1000"):
+        with trace_instance(root=fake_tracefs):
+            pass
+
+
+def test_not_mounted_names_where_it_looked(monkeypatch, tmp_path):
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    with pytest.raises(TracefsNotMountedError, match=rf"{tmp_path}.*mount -t tracefs"):
+        with trace_instance(root=tmp_path):
+            pass
+    monkeypatch.setattr(tracefs, "TRACEFS_ROOTS", (tmp_path / "a", tmp_path / "b"))
+    with pytest.raises(TracefsNotMountedError, match=rf"{tmp_path / 'a'} and {tmp_path / 'b'}"):
+        with trace_instance():
+            pass
+
+
+def test_event_not_available_is_named(monkeypatch, fake_tracefs):
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    events = ["irq_vectors:local_timer_entry", "sched:sched_switch", "irq:softirq_exit"]
+    with pytest.raises(EventNotAvailableError,
+                       match=r"not available .*: sched:sched_switch, irq:softirq_exit\Z"):
+        with trace_instance(events, root=fake_tracefs):
+            pass
+    assert list((fake_tracefs / "instances").iterdir()) == []  # nothing created
+
+
+@pytest.mark.parametrize("events, cpu, duration, message", [
+    (["irq_vectors:local_timer_entry"], 2, 1.0, "CPU 2 is not in .* has 2 CPU"),
+    (["local_timer_entry"], 0, 1.0, "'system:event' names"),
+    ([], 0, 1.0, "'system:event' names"),
+    (["irq_vectors:local_timer_entry"], -1, 1.0, "non-negative int"),
+    (["irq_vectors:local_timer_entry"], 0, 0.0, "positive number of seconds"),
+])
+def test_bad_arguments(monkeypatch, fake_tracefs, events, cpu, duration, message):
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    with pytest.raises(ValueError, match=message):
+        with trace_instance(events, cpu=cpu, duration=duration, root=fake_tracefs):
+            pass
+
+
+def test_stale_instances_of_dead_processes_removed(fake_tracefs, caplog):
+    instances = fake_tracefs / "instances"
+    dead, alive = dead_pid(), os.getpid()
+    for name in (f"jitterlab-{dead}", f"jitterlab-{alive}", "jitterlab-probe", "other"):
+        (instances / name).mkdir()
+    with caplog.at_level(logging.WARNING, logger="jitterlab.bench.tracefs"):
+        removed = remove_stale_instances(fake_tracefs)
+    assert removed == [instances / f"jitterlab-{dead}"]
+    assert sorted(path.name for path in instances.iterdir()) == sorted(
+        [f"jitterlab-{alive}", "jitterlab-probe", "other"])
+    assert f"left behind by process {dead}" in caplog.text
+
+
+def test_cpu_mask_and_buffer_size():
+    assert [cpu_mask(cpu) for cpu in (0, 1, 31, 32, 33)] == [
+        "1", "2", "80000000", "1,00000000", "2,00000000"]
+    assert buffer_size_kb(10.0, events_per_second=1000, bytes_per_event=64, margin=2,
+                          minimum_kb=1) == 1250  # 10 s * 1000/s * 64 B * 2 = 1.25 MiB
+    assert buffer_size_kb(0.01) == 1024  # the minimum
+
+
+def test_parse_stats():
+    stats = parse_stats("entries: 1822\noverrun: 3\ncommit overrun: 0\nbytes: 56656\n"
+                        "oldest event ts:  3700.852273\nnow ts: 8176942749438\n"
+                        "dropped events: 1\nread events: 0\n")
+    assert stats["overrun"] == 3 and stats["dropped events"] == 1
+    assert stats["oldest event ts"] == 3700.852273 and stats["now ts"] == 8176942749438
+
+
+# ---------------------------------------------------------------------------------------
+# this machine's tracefs
+# ---------------------------------------------------------------------------------------
+@real
+def test_real_recording_of_one_cpu():
+    events = ("irq_vectors:local_timer_entry", "irq_vectors:local_timer_exit",
+              "sched:sched_switch")
+    with trace_instance(events, cpu=0, duration=0.3) as instance:
+        path = instance.path
+        assert path.name == f"jitterlab-{os.getpid()}" and path.is_dir()
+        assert (path / "tracing_cpumask").read_text().strip().lstrip("0,") == "1"
+        assert int((path / "buffer_size_kb").read_text().split()[0]) >= 1024  # page-rounded
+        deadline = time.monotonic() + 0.3
+        while time.monotonic() < deadline:
+            time.sleep(0.01)  # sleeping: switches and ticks on every CPU
+        text = instance.read_trace()
+    assert not path.exists()
+    assert instance.lost == {"overrun": 0, "commit overrun": 0, "dropped events": 0}
+    offered = (REAL / "trace_clock").read_text()
+    assert instance.clock == ("x86-tsc" if "x86-tsc" in offered else instance.clock)
+    recorded = read_ftrace(text)
+    assert len(recorded) > 0 and set(recorded["cpu"]) == {0}
+    assert set(recorded["event"]) <= {name.split(":")[1] for name in events}
+    assert recorded.attrs["timestamp_unit"] == ("ticks" if instance.clock_is_counter else "s")
+
+
+@real
+def test_real_instance_removed_on_ctrl_c():
+    with pytest.raises(KeyboardInterrupt):
+        with trace_instance(["sched:sched_switch"], cpu=0, duration=0.1) as instance:
+            raise KeyboardInterrupt
+    assert not instance.path.exists()
+
+
+@real
+def test_real_stale_instance_removed_and_missing_event_named(caplog):
+    stale = REAL / "instances" / f"jitterlab-{dead_pid()}"
+    stale.mkdir()
+    try:
+        with caplog.at_level(logging.WARNING, logger="jitterlab.bench.tracefs"):
+            with trace_instance(["sched:sched_switch"], cpu=0, duration=0.1) as instance:
+                assert instance.removed_stale == [stale]
+        assert not stale.exists() and "left behind by process" in caplog.text
+        with pytest.raises(EventNotAvailableError, match="irq:no_such_event"):
+            with trace_instance(["irq:no_such_event"], cpu=0, duration=0.1):
+                pass
+    finally:
+        if stale.exists():
+            stale.rmdir()
