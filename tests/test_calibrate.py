@@ -243,3 +243,59 @@ def test_bad_upgrade_ranges_are_refused(kwargs, match):
     fit = fit_sweep_costs(runs_of(SweepStructure(), CALIBRATION), start=TRUE)
     with pytest.raises((TypeError, ValueError), match=match):
         sample_upgrade(HELD_OUT, fit, **kwargs)
+
+
+# --- what the runs cannot identify, and runs that are not whole configurations (issue #19) --
+
+def test_a_cost_the_runs_cannot_identify_is_refused_not_reported_with_tiny_errors():
+    # one configuration repeated: only one combination of the costs is measured (the fit
+    # used to report the message cost to ±0.0002 %); all on one core: no message at all
+    repeated = pd.DataFrame({"cells_per_side": [60, 60, 60], "cores": [16, 16, 16]})
+    repeated["actual_s"] = predict_runtimes(repeated, *TRUE) * [1.0, 1.01, 0.99]
+    with pytest.raises(ValueError, match=r"cannot identify the cell time and the message "
+                                         r"cost separately.*60\^3 on 16 cores"):
+        fit_sweep_costs(repeated)
+    serial = pd.DataFrame({"cells_per_side": [60, 80, 100], "cores": [1, 1, 1]})
+    serial["actual_s"] = predict_runtimes(serial, *TRUE) * [1.0, 1.01, 0.99]
+    with pytest.raises(ValueError, match=r"cannot identify the message cost \(latency\)"):
+        fit_sweep_costs(serial)
+
+
+def test_leave_one_out_is_nan_where_the_other_runs_cannot_identify_the_costs():
+    # leaving out the only 120^3 run leaves one configuration: no prediction, not a number
+    runs = pd.DataFrame({"cells_per_side": [120, 60, 60, 60], "cores": [8, 16, 16, 16]})
+    runs["actual_s"] = predict_runtimes(runs, *TRUE) * [1.0, 1.01, 0.99, 1.0]
+    fit = fit_sweep_costs(runs, start=TRUE)
+    loo = fit["loo_error_percent"].to_numpy()
+    assert np.isnan(loo[0]) and np.all(np.isfinite(loo[1:]))
+    with pytest.raises(ValueError, match=r"leaving out the run\(s\) \['120\^3 on 8 cores'\]"):
+        choose_structure(runs, [SweepStructure()])
+
+
+def test_a_fractional_size_or_core_count_is_refused_everywhere():
+    # cells_per_side=60.5 used to be fitted as 60 and reported as 60.5
+    bad = synthetic_runs()
+    bad["cells_per_side"] = bad["cells_per_side"].astype(float)
+    bad.loc[1, "cells_per_side"] = 60.5
+    fit = fit_sweep_costs(synthetic_runs(), start=TRUE)
+    calls = [lambda: fit_sweep_costs(bad), lambda: predict_runtimes(bad, *TRUE),
+             lambda: predict_held_out(bad, fit), lambda: run_ids(bad),
+             lambda: sample_upgrade(bad, fit, (5e-6, 5e-6), samples=2),
+             lambda: predict_upgrade(bad, fit, 0.03, 4e-6, 5e-6),
+             lambda: choose_structure(bad, [SweepStructure()])]
+    for call in calls:
+        with pytest.raises(ValueError, match=r"runs\['cells_per_side'\] \(row 1\).*60\.5"):
+            call()
+    cores = synthetic_runs().assign(cores=[4, 8, 16.5, 8, 16, 64])
+    with pytest.raises(ValueError, match=r"runs\['cores'\] \(row 2\).*16\.5"):
+        fit_sweep_costs(cores)
+    whole = synthetic_runs().assign(cells_per_side=RUNS["cells_per_side"].astype(float))
+    np.testing.assert_array_equal(predict_runtimes(whole, *TRUE),
+                                  predict_runtimes(RUNS, *TRUE))
+
+
+def test_blocks_of_more_angles_than_exist_are_refused():
+    with pytest.raises(ValueError, match=r"angles_per_block \(7\) must not exceed angles"):
+        SweepStructure(angles=6, angles_per_block=7)
+    with pytest.raises(ValueError, match="sweeps"):
+        SweepStructure(sweeps="chimaera")

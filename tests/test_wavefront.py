@@ -10,8 +10,13 @@ import pandas as pd
 import pytest
 
 import jitterlab as jl
-from jitterlab.apps import Wavefront, square_grid, wavefront_predict, wavefront_simulate
-from jitterlab.apps.wavefront import noiseless_time
+from jitterlab.apps import (
+    Wavefront,
+    noiseless_time,
+    square_grid,
+    wavefront_predict,
+    wavefront_simulate,
+)
 from jitterlab.testing import wavefront_reference
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "loggopsim"
@@ -467,3 +472,78 @@ def test_wavefront_events_refuse_what_they_cannot_write():
                       bytes_x=100, bytes_y=200)
     with pytest.raises(ValueError, match="same wire time in x and y"):
         wavefront_simulate(sized, detail="events")
+
+
+# --- start points and sizes checked before running (issue #19) ---------------------------
+
+def test_start_is_checked_for_every_kind_of_noise(devref):
+    # start="bogus" with a noise law used to run and record "bogus" in the attributes
+    workload = Wavefront(2, 2, blocks=2, work=1e-5)
+    law = jl.noise.Exponential(mean=1e-6)
+    for noise in (None, law, devref):
+        for progress in ("in_order", "on_arrival"):
+            if progress == "on_arrival" and noise is law:
+                continue  # refused for its own reason
+            with pytest.raises(ValueError, match=r"start must be one of .*got 'bogus'"):
+                wavefront_simulate(workload, noise, start="bogus", progress=progress)
+            with pytest.raises(ValueError, match=r"start must be one of .*got 3\.5"):
+                wavefront_simulate(workload, noise, start=3.5, progress=progress)
+            with pytest.raises(ValueError, match=r"start: explicit start rows must be 4"):
+                wavefront_simulate(workload, noise, start=[0, 1], progress=progress)
+
+
+def test_a_noise_law_takes_no_start_points_and_records_none():
+    # a law's δ are independent per rank and block: start="synchronized" would be ignored
+    workload = Wavefront(2, 2, blocks=2, work=1e-5)
+    law = jl.noise.Exponential(mean=1e-6)
+    with pytest.raises(ValueError, match=r"start='synchronized' has no effect with a noise law"):
+        wavefront_simulate(workload, law, start="synchronized")
+    with pytest.raises(ValueError, match=r"start=\[0, 1, 2, 3\] has no effect"):
+        wavefront_simulate(workload, law, start=[0, 1, 2, 3])
+    assert "start" not in wavefront_simulate(workload, law, rng=1).attrs
+
+
+def test_the_start_of_a_replayed_trace_is_recorded(devref):
+    workload = Wavefront(2, 2, blocks=2, work=1e-5)
+    assert wavefront_simulate(workload, devref, start="synchronized",
+                              rng=1).attrs["start"] == "synchronized"
+    assert wavefront_simulate(workload, devref, start=[0, 1, 2, 3]).attrs["start"] == \
+        "explicit rows"
+
+
+def test_a_grid_beyond_memory_is_refused_before_allocating():
+    # a 10^6 × 10^6 grid used to end in numpy's MemoryError after seconds
+    huge = Wavefront(10**6, 10**6, blocks=10, work=1e-5)
+    law = jl.noise.Exponential(mean=1e-6)
+    for call in (lambda: wavefront_simulate(huge), lambda: wavefront_simulate(huge, law),
+                 lambda: wavefront_simulate(huge, progress="on_arrival"),
+                 lambda: wavefront_predict(huge), lambda: wavefront_predict(huge, law),
+                 lambda: noiseless_time(huge)):
+        with pytest.raises(jl.limits.ResourceLimitError,
+                           match=r"1000000 × 1000000 grid .* about [\d.]+ TB.*smaller grid "
+                                 r"\(px, py\).*allow_large=True"):
+            call()
+    long = Wavefront(100, 100, blocks=1000, work=1e-5, iterations=100)
+    with pytest.raises(jl.limits.ResourceLimitError, match=r"detail=True .* or detail=False"):
+        wavefront_simulate(long, detail=True)
+    with pytest.raises(jl.limits.ResourceLimitError, match=r"detail='events'"):
+        wavefront_simulate(long, detail="events")
+    with pytest.raises(jl.limits.ResourceLimitError, match=r"runs=1000000000"):
+        wavefront_simulate(Wavefront(2, 2, blocks=2, work=1e-5), runs=10**9)
+
+
+def test_allow_large_lifts_the_memory_check(monkeypatch):
+    monkeypatch.setattr(jl.limits, "available_memory", lambda: 100)  # 100 B free
+    monkeypatch.setattr(jl.limits, "_ALWAYS_FITS", 0)
+    workload = Wavefront(3, 2, blocks=2, work=1e-5)
+    with pytest.raises(jl.limits.ResourceLimitError, match="about"):
+        wavefront_simulate(workload)
+    with pytest.raises(jl.limits.ResourceLimitError, match="about"):
+        wavefront_predict(workload)
+    expected = float(wavefront_simulate(workload, allow_large=True)["total_time"][0])
+    assert float(wavefront_predict(workload, allow_large=True)["total_time"]) == expected
+    assert noiseless_time(workload, allow_large=True) == expected
+    monkeypatch.setenv("JITTERLAB_ALLOW_LARGE", "1")
+    assert float(wavefront_simulate(workload)["total_time"][0]) == expected
+    with pytest.raises(TypeError, match="allow_large"):
+        wavefront_predict(workload, allow_large="yes")

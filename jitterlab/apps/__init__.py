@@ -2,7 +2,8 @@
 
 :class:`Wavefront` is the pipelined 2-D sweep of Sweep3D and Chimaera (seed 002), with
 the pipeline model :func:`wavefront_predict` and the block-by-block simulation
-:func:`wavefront_simulate` (Monte Carlo from a noise law, or trace-driven).
+:func:`wavefront_simulate` (Monte Carlo from a noise law, or trace-driven), and its
+noiseless total alone, :func:`noiseless_time`.
 :class:`TimeWarp` is an optimistic discrete-event simulation (ROSS, seed 004) as GVT
 epochs closed by all-reduces (:func:`timewarp_predict`).
 """
@@ -11,10 +12,11 @@ from .timewarp import TimeWarp, timewarp_predict
 from .wavefront import (
     SWEEP_ORDERS,
     Wavefront,
+    noiseless_time,
     square_grid,
     wavefront_predict,
     wavefront_simulate,
 )
 
-__all__ = ["Wavefront", "wavefront_predict", "wavefront_simulate", "square_grid",
-           "SWEEP_ORDERS", "TimeWarp", "timewarp_predict"]
+__all__ = ["Wavefront", "wavefront_predict", "wavefront_simulate", "noiseless_time",
+           "square_grid", "SWEEP_ORDERS", "TimeWarp", "timewarp_predict"]

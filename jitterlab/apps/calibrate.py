@@ -13,6 +13,7 @@ carried with its stated ranges and the unknowns it needs as Monte Carlo draws
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -23,8 +24,9 @@ from scipy.optimize import least_squares
 from .._checks import check_integer, check_positive
 from .._provenance import provenance_attrs
 from .._random import RngLike, as_generator
+from ..limits import check_memory
 from ..message import Message
-from .wavefront import Wavefront, noiseless_time, wavefront_simulate
+from .wavefront import Wavefront, noiseless_time, square_grid, wavefront_simulate
 
 __all__ = ["SweepStructure", "sweep_workload", "run_ids", "fit_sweep_costs",
            "choose_structure", "predict_runtimes", "predict_held_out", "sample_upgrade",
@@ -63,6 +65,13 @@ class SweepStructure:
     def __post_init__(self):
         for name in ("block_height", "angles", "angles_per_block"):
             object.__setattr__(self, name, check_integer(name, getattr(self, name), 1))
+        if self.angles_per_block > self.angles:
+            raise ValueError(f"angles_per_block ({self.angles_per_block}) must not exceed "
+                             f"angles ({self.angles}): a block would compute angles that do "
+                             f"not exist")
+        if not isinstance(self.allreduce, bool | np.bool_):
+            raise TypeError(f"allreduce must be True or False, got {self.allreduce!r}")
+        Wavefront(1, 1, blocks=1, work=1.0, sweeps=self.sweeps)  # ValueError naming sweeps
 
 
 def sweep_workload(size: int, cores: int, cell_time: float, latency: float,
@@ -90,6 +99,8 @@ def sweep_workload(size: int, cores: int, cell_time: float, latency: float,
     cores_per_node : int
         Ranks per node, in rank order. [-]
     """
+    size = check_integer("size", size, 1)
+    structure = _check_structure(structure)
     return Wavefront.from_problem(
         (size, size, size), cores, cell_time=cell_time, block_height=structure.block_height,
         angles=structure.angles, angles_per_block=structure.angles_per_block,
@@ -109,24 +120,72 @@ def run_ids(runs: pd.DataFrame) -> list[str]:
     """
     if "id" in runs.columns:
         return [str(value) for value in runs["id"]]
+    runs = _check_configurations(runs)
     prefix = ([f"Table {int(t)}: " for t in runs["table"]] if "table" in runs.columns
               else [""] * len(runs))
     return [f"{head}{int(n)}^3 on {int(c)} cores" for head, n, c in
             zip(prefix, runs["cells_per_side"], runs["cores"], strict=True)]
 
 
-def _check_runs(runs) -> pd.DataFrame:
+def _check_structure(structure) -> SweepStructure:
+    if not isinstance(structure, SweepStructure):
+        raise TypeError(f"structure must be a SweepStructure, got {type(structure).__name__}")
+    return structure
+
+
+def _check_configurations(runs, need_actual: bool = False) -> pd.DataFrame:
+    """``runs`` with whole ``cells_per_side`` and ``cores`` that fit the problem (and
+    positive ``actual_s`` when ``need_actual``), index reset; else an error naming the
+    column and the row."""
     if not isinstance(runs, pd.DataFrame):
         raise TypeError(f"runs must be a pandas DataFrame, got {type(runs).__name__}")
-    missing = {"cells_per_side", "cores", "actual_s"} - set(runs.columns)
+    needed = {"cells_per_side", "cores"} | ({"actual_s"} if need_actual else set())
+    missing = needed - set(runs.columns)
     if missing:
-        raise ValueError(f"runs lacks the column(s) {sorted(missing)} (cells_per_side, cores "
-                         f"and actual_s are needed)")
+        raise ValueError(f"runs lacks the column(s) {sorted(missing)} (needed: "
+                         f"{', '.join(sorted(needed))})")
+    if runs.empty:
+        raise ValueError("runs has no rows")
+    runs = runs.reset_index(drop=True)
+    checked = runs.copy()
+    for name in ("cells_per_side", "cores"):
+        checked[name] = [check_integer(f"runs['{name}'] (row {row})", value, 1)
+                         for row, value in enumerate(runs[name])]
+    for row, (size, cores) in enumerate(zip(checked["cells_per_side"], checked["cores"],
+                                            strict=True)):
+        px, py = square_grid(cores)
+        if py > size:
+            raise ValueError(f"runs row {row}: {cores} cores form a {px} × {py} grid, wider "
+                             f"than the {size} × {size} columns of a {size}^3 problem")
+    if need_actual or "actual_s" in runs.columns:
+        checked["actual_s"] = [check_positive(f"runs['actual_s'] (row {row})", value)
+                               for row, value in enumerate(runs["actual_s"])]
+    return checked
+
+
+def _check_runs(runs) -> pd.DataFrame:
+    runs = _check_configurations(runs, need_actual=True)
     if len(runs) < 3:
         raise ValueError(f"fitting two costs needs at least 3 runs, got {len(runs)}")
-    for value in runs["actual_s"]:
-        check_positive("actual_s", value)
-    return runs.reset_index(drop=True)
+    return runs
+
+
+_FIT_VARIABLES = ("cell_time", "cell_time_se", "latency", "latency_se", "log_correlation",
+                  "residual_scatter")
+
+
+def _check_fit(fit) -> xr.Dataset:
+    if not isinstance(fit, xr.Dataset):
+        raise TypeError(f"fit must be the xarray.Dataset of fit_sweep_costs, got "
+                        f"{type(fit).__name__}")
+    missing = [name for name in _FIT_VARIABLES if name not in fit.data_vars]
+    if missing:
+        raise ValueError(f"fit lacks {missing}: pass a fit_sweep_costs result")
+    for name in ("cell_time", "latency"):
+        check_positive(f"fit['{name}']", fit[name].item())
+    for name in ("cell_time_se", "latency_se", "residual_scatter"):
+        check_positive(f"fit['{name}']", fit[name].item(), allow_zero=True)
+    return fit
 
 
 def predict_runtimes(runs: pd.DataFrame, cell_time: float, latency: float,
@@ -137,6 +196,18 @@ def predict_runtimes(runs: pd.DataFrame, cell_time: float, latency: float,
 
     ``intra_node_latency`` [s] and ``cores_per_node`` as for :func:`sweep_workload`.
     """
+    runs = _check_configurations(runs)
+    check_positive("cell_time", cell_time)
+    check_positive("latency", latency, allow_zero=True)
+    if intra_node_latency is not None:
+        check_positive("intra_node_latency", intra_node_latency, allow_zero=True)
+    cores_per_node = check_integer("cores_per_node", cores_per_node, 1)
+    return _runtimes(runs, cell_time, latency, _check_structure(structure),
+                     intra_node_latency, cores_per_node)
+
+
+def _runtimes(runs, cell_time, latency, structure, intra_node_latency=None, cores_per_node=1):
+    """:func:`predict_runtimes` on checked arguments (the fits call it often)."""
     return np.array([noiseless_time(sweep_workload(
         int(row.cells_per_side), int(row.cores), cell_time, latency, structure,
         intra_node_latency=intra_node_latency, cores_per_node=cores_per_node))
@@ -148,10 +219,27 @@ def _fit(runs, structure, start):
 
     def relative_errors(log_costs):
         cell_time, latency = np.exp(log_costs)
-        return predict_runtimes(runs, cell_time, latency, structure) / actual - 1.0
+        return _runtimes(runs, cell_time, latency, structure) / actual - 1.0
 
     result = least_squares(relative_errors, np.log(start), x_scale=1.0, diff_step=1e-6)
     return result
+
+
+def _unidentified(runs) -> str | None:
+    """Why ``runs`` cannot identify both costs (rank-deficient fit), or None if they can.
+
+    Runs on one core send no face message, so their times do not depend on the message
+    cost; runs of one configuration (size and cores) repeated give every cost pair with
+    the same model time the same fit, so only that one combination is identified."""
+    ids = sorted(set(run_ids(runs.drop(columns=["id", "table"], errors="ignore"))))
+    if (runs["cores"] == 1).all():
+        return (f"cannot identify the message cost (latency): no run's time depends on it "
+                f"(runs {ids}: on one core no face message is sent); add runs on more cores")
+    if len(ids) < 2:
+        return (f"cannot identify the cell time and the message cost separately: every run "
+                f"is the one configuration {ids[0]}, so only one combination of them is "
+                f"fitted; add runs whose sizes or core counts differ")
+    return None
 
 
 def fit_sweep_costs(runs: pd.DataFrame, structure: SweepStructure = SweepStructure(),
@@ -178,8 +266,17 @@ def fit_sweep_costs(runs: pd.DataFrame, structure: SweepStructure = SweepStructu
         carried to seconds); ``residual_scatter``, the root mean square relative
         residual with the fit's degrees of freedom [-]; per run (dim ``run``, coordinate
         ``run_id``) ``fitted_s``, ``error_percent`` (in sample) and
-        ``loo_error_percent`` (each run predicted from a fit to the others) [%]. The
-        attribute ``calibrated_on`` is the tuple of the run ids.
+        ``loo_error_percent`` (each run predicted from a fit to the others; NaN where
+        the others cannot identify both costs) [%]. The attribute ``calibrated_on`` is
+        the tuple of the run ids.
+
+    Raises
+    ------
+    ValueError
+        When the runs cannot identify both costs (a rank-deficient fit): no run depends
+        on the message cost (all on one core), or every run is one configuration (size
+        and cores) repeated. Such a fit would report tiny standard errors on a cost it
+        never measured, so it is refused, saying which cost cannot be identified.
 
     Notes
     -----
@@ -190,12 +287,18 @@ def fit_sweep_costs(runs: pd.DataFrame, structure: SweepStructure = SweepStructu
     affected.
     """
     runs = _check_runs(runs)
+    structure = _check_structure(structure)
     if start is None:
         smallest = runs.loc[runs["cores"].idxmin()]
         cells = float(smallest["cells_per_side"]) ** 3 * structure.angles * 8
         start = (float(smallest["actual_s"]) * float(smallest["cores"]) / cells, 1e-3)
+    if isinstance(start, str) or np.ndim(start) != 1 or len(start) != 2:
+        raise ValueError(f"start must be (cell_time, latency) [s], got {start!r}")
     start = tuple(check_positive(name, value) for name, value in
                   zip(("start cell_time", "start latency"), start, strict=True))
+    reason = _unidentified(runs)
+    if reason is not None:
+        raise ValueError(f"fit_sweep_costs {reason}")
     result = _fit(runs, structure, start)
     log_costs = result.x
     dof = max(len(runs) - 2, 1)
@@ -206,10 +309,13 @@ def fit_sweep_costs(runs: pd.DataFrame, structure: SweepStructure = SweepStructu
     log_se = np.sqrt(np.diag(covariance))
     loo = np.empty(len(runs))
     for left_out in range(len(runs)):
+        if _unidentified(runs.drop(index=left_out)) is not None:
+            loo[left_out] = np.nan  # the other runs cannot fit both costs
+            continue
         others = runs.drop(index=left_out)
         refit = _fit(others, structure, (cell_time, latency))
         c, lat = np.exp(refit.x)
-        predicted = predict_runtimes(runs.iloc[[left_out]], c, lat, structure)[0]
+        predicted = _runtimes(runs.iloc[[left_out]], c, lat, structure)[0]
         loo[left_out] = predicted / runs["actual_s"].iloc[left_out] - 1.0
     fitted = runs["actual_s"].to_numpy() * (1.0 + result.fun)
     index = np.arange(len(runs))
@@ -267,6 +373,12 @@ def choose_structure(runs: pd.DataFrame, candidates) -> tuple[SweepStructure, pd
     rows = []
     for candidate in candidates:
         fit = fit_sweep_costs(runs, candidate)
+        if bool(fit["loo_error_percent"].isnull().any()):
+            missing = fit["loo_error_percent"].isnull().values
+            unfit = [str(run_id) for run_id in fit["run_id"].values[missing]]
+            raise ValueError(f"choose_structure: leaving out the run(s) {unfit} leaves runs "
+                             f"that cannot identify both costs (no leave-one-out error): add "
+                             f"runs of other sizes or core counts")
         rows.append({"block_height": candidate.block_height,
                      "angles_per_block": candidate.angles_per_block,
                      "sweeps": candidate.sweeps,
@@ -320,10 +432,12 @@ def predict_held_out(runs: pd.DataFrame, fit: xr.Dataset,
         with ``actual_s`` also ``actual_s`` and ``error_percent`` [%]. The attribute
         ``calibrated_on`` is the fit's.
     """
-    runs = runs.reset_index(drop=True)
+    runs = _check_configurations(runs)
+    fit = _check_fit(fit)
+    structure = _check_structure(structure)
     ids = _check_out_of_sample(runs, fit)
     cell_time, latency = float(fit["cell_time"]), float(fit["latency"])
-    predicted = predict_runtimes(runs, cell_time, latency, structure)
+    predicted = _runtimes(runs, cell_time, latency, structure)
     fit_se = _propagated_error(runs, fit, cell_time, latency, predicted, structure)
     scatter = float(fit["residual_scatter"]) * predicted
     data = {
@@ -408,7 +522,9 @@ def sample_upgrade(runs: pd.DataFrame, fit: xr.Dataset, message_cost,
         ``compute_slowdown``, ``extra_latency``, ``intra_node_fraction`` (dim
         ``sample``). Attribute ``calibrated_on``: the fit's.
     """
-    runs = runs.reset_index(drop=True)
+    runs = _check_configurations(runs)
+    fit = _check_fit(fit)
+    structure = _check_structure(structure)
     if {"table", "id"} & set(runs.columns):
         _check_out_of_sample(runs, fit)
     cost_low, cost_high = _uniform_range("message_cost", message_cost)
@@ -419,6 +535,8 @@ def sample_upgrade(runs: pd.DataFrame, fit: xr.Dataset, message_cost,
     frac_low, frac_high = _uniform_range("intra_node_fraction", intra_node_fraction)
     cores_per_node = check_integer("cores_per_node", cores_per_node, 1)
     samples = check_integer("samples", samples, 2)
+    check_memory(6.0 * 8.0 * samples * len(runs), lambda: f"sample_upgrade with samples="
+                 f"{samples} and {len(runs)} runs", "fewer samples")
     generator = as_generator(rng)
     centre = np.log([float(fit["cell_time"]), float(fit["latency"])])
     log_costs = generator.multivariate_normal(centre, _log_covariance(fit), size=samples)
@@ -431,8 +549,8 @@ def sample_upgrade(runs: pd.DataFrame, fit: xr.Dataset, message_cost,
     new = np.empty((samples, len(runs)))
     for k in range(samples):
         cell_time, latency = np.exp(log_costs[k])
-        old[k] = predict_runtimes(runs, cell_time, latency, structure)
-        new[k] = predict_runtimes(runs, cell_time * (1.0 + slowdown[k]),
+        old[k] = _runtimes(runs, cell_time, latency, structure)
+        new[k] = _runtimes(runs, cell_time * (1.0 + slowdown[k]),
                                   latency * (1.0 + extra[k] / cost[k]), structure,
                                   intra_node_latency=latency * fraction[k],
                                   cores_per_node=cores_per_node)
@@ -500,7 +618,13 @@ def predict_upgrade(runs: pd.DataFrame, fit: xr.Dataset, compute_slowdown: float
         the fit's standard errors carried through the model (delta method on the log
         costs, with their correlation) combined with the noise simulations' error.
     """
-    runs = runs.reset_index(drop=True)
+    runs = _check_configurations(runs)
+    fit = _check_fit(fit)
+    structure = _check_structure(structure)
+    if not isinstance(compute_slowdown, numbers.Real | np.number) or isinstance(
+            compute_slowdown, bool | np.bool_):
+        raise TypeError(f"compute_slowdown must be a real number, got "
+                        f"{type(compute_slowdown).__name__} {compute_slowdown!r}")
     compute_slowdown = float(compute_slowdown)
     if not -1.0 < compute_slowdown < 10.0:
         raise ValueError(f"compute_slowdown must be a relative change in (-1, 10), got "
@@ -512,7 +636,7 @@ def predict_upgrade(runs: pd.DataFrame, fit: xr.Dataset, compute_slowdown: float
     iterations_equivalent = latency / message_cost
     new_cell_time = cell_time * (1.0 + compute_slowdown)
     new_latency = latency * (1.0 + extra_latency / message_cost)
-    noiseless = predict_runtimes(runs, new_cell_time, new_latency, structure)
+    noiseless = _runtimes(runs, new_cell_time, new_latency, structure)
     fit_se = _propagated_error(runs, fit, new_cell_time, new_latency, noiseless, structure)
     slowdown = np.zeros(len(runs))
     slowdown_se = np.zeros(len(runs))
@@ -549,6 +673,6 @@ def _propagated_error(runs, fit, cell_time, latency, predicted, structure):
     covariance = _log_covariance(fit)
     step = 1e-4  # relative: the model is piecewise linear in the costs
     gradient = np.stack([
-        (predict_runtimes(runs, cell_time * (1 + step), latency, structure) - predicted) / step,
-        (predict_runtimes(runs, cell_time, latency * (1 + step), structure) - predicted) / step])
+        (_runtimes(runs, cell_time * (1 + step), latency, structure) - predicted) / step,
+        (_runtimes(runs, cell_time, latency * (1 + step), structure) - predicted) / step])
     return np.sqrt(np.einsum("ir,ij,jr->r", gradient, covariance, gradient))

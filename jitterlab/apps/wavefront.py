@@ -27,6 +27,7 @@ from .._checks import check_integer, check_positive
 from .._provenance import provenance_attrs
 from .._random import RngLike, as_generator, seed_from
 from ..bounds import tree_depth
+from ..limits import check_allow_large, check_memory
 from ..maxofn import max_of_n
 from ..message import Message
 from ..noise import NoiseModel, from_trace
@@ -257,6 +258,88 @@ def _check_workload(workload) -> Wavefront:
     return workload
 
 
+#: the names of ``start`` (:func:`jitterlab.simulate`'s)
+START_NAMES = ("random", "random_row", "synchronized", "coscheduled")
+
+
+def _check_start(start, n_ranks: int, law: bool):
+    """``start`` if it is a known name or one integer row per rank; with a noise law
+    (``law``) only the default "random" (a law has no start points to choose)."""
+    if isinstance(start, str):
+        if start not in START_NAMES:
+            raise ValueError(f"start must be one of {list(START_NAMES)} or start rows (one "
+                             f"integer per rank), got {start!r}")
+    else:
+        rows = np.asarray(start) if isinstance(start, Sequence | np.ndarray) else None
+        if (rows is None or rows.ndim != 1 or not np.issubdtype(rows.dtype, np.integer)
+                or isinstance(start, str)):
+            raise ValueError(f"start must be one of {list(START_NAMES)} or start rows (one "
+                             f"integer per rank), got {start!r}")
+        if rows.size != n_ranks or (rows.size and rows.min() < 0):
+            raise ValueError(f"start: explicit start rows must be {n_ranks} integers >= 0, "
+                             f"one per rank, got {rows.size} values (min "
+                             f"{rows.min() if rows.size else None})")
+    if law and not (isinstance(start, str) and start == "random"):
+        raise ValueError(f"start={start!r} has no effect with a noise law (a δ is drawn "
+                         f"independently for every rank and block): give a jl.Trace with "
+                         f"method='trace' to choose start points, or leave start='random'")
+    return start
+
+
+# Memory per rank (and pass), measured as the peak resident growth of runs of 10^5-10^6
+# ranks (benchmarks of issue #19): in order 86 B/rank, on arrival 594, the model 31,
+# detail="events" 1.6 kB per rank and pass (the event table and its checks).
+#: bytes per rank of a simulation in order: state (64), offsets, finish, temporaries
+_BYTES_PER_RANK = 96
+#: bytes per rank of an event-driven run (progress="on_arrival"): event heap and records
+_BYTES_PER_RANK_ON_ARRIVAL = 600
+#: bytes per rank of the pipeline model: finish lines and the per-rank arrays
+_BYTES_PER_RANK_MODEL = 48
+#: bytes per rank and pass with detail="events": operation ends, then the event table
+_BYTES_PER_RANK_PASS_EVENTS = 1600
+
+
+def _size_text(workload: Wavefront) -> str:
+    return (f"a {workload.px} × {workload.py} grid ({float(workload.n):.3g} ranks), "
+            f"{workload.blocks} blocks × {len(_corners(workload.sweeps))} sweeps × "
+            f"{workload.iterations} iteration{'' if workload.iterations == 1 else 's'}")
+
+
+def _check_simulation_size(workload, runs, detail, events, law, on_arrival, allow_large):
+    """Refuse, before allocating, a simulation that needs more memory than allowed."""
+    n = float(workload.n)
+    passes = float(workload.iterations) * len(_corners(workload.sweeps)) * workload.blocks
+    if on_arrival:
+        estimate = n * _BYTES_PER_RANK_ON_ARRIVAL + 8.0 * passes
+    else:
+        estimate = n * _BYTES_PER_RANK
+        if law:  # the chunk of draws, and the law's temporaries
+            estimate += 16.0 * min(passes * n, max(float(_DELTA_BUDGET), n))
+        if detail:
+            estimate += 8.0 * runs * passes * n
+        if events:
+            estimate += _BYTES_PER_RANK_PASS_EVENTS * passes * n
+    estimate += 16.0 * runs * (n + workload.iterations)
+    change = "a smaller grid (px, py), fewer blocks, sweeps, iterations or runs"
+    if detail or events:
+        change += ", or detail=False"
+    check_memory(estimate, lambda: f"jl.apps.wavefront_simulate of {_size_text(workload)}, "
+                 f"runs={runs}, detail={detail or ('events' if events else False)!r}",
+                 change, allow_large)
+
+
+def _check_model_size(workload, levels, allow_large):
+    """Refuse, before allocating, a pipeline model that needs more memory than allowed."""
+    estimate = float(workload.n) * _BYTES_PER_RANK_MODEL
+    if levels:  # the level sizes, their mask and their unique values
+        estimate += 32.0 * workload.iterations * len(_corners(workload.sweeps)) * (
+            workload.blocks + workload.px + workload.py)
+    check_memory(estimate, lambda: f"jl.apps.wavefront_predict of {_size_text(workload)}"
+                 + (" with noise" if levels else ""),
+                 "a smaller grid (px, py)" + (", fewer blocks, sweeps or iterations"
+                                              if levels else ""), allow_large)
+
+
 def _noiseless(workload: Wavefront, work: float | None = None, levels: bool = False):
     """Finish per rank and per iteration without noise, summed over blocks in closed form."""
     px, py, corners, blocks, w, send, recv, wire_x, wire_y, allreduce = workload._kernel_args()
@@ -301,15 +384,19 @@ def _attrs(workload: Wavefront, method: str) -> dict:
             **provenance_attrs()}
 
 
-def noiseless_time(workload: Wavefront) -> float:
+def noiseless_time(workload: Wavefront, *, allow_large: bool = False) -> float:
     """Total time of ``workload`` without noise, as :func:`wavefront_predict` gives it [s].
 
     The number alone, without building a Dataset (for fits that call the model often).
+    ``allow_large`` as for :func:`wavefront_predict`.
     """
-    return float(_noiseless(_check_workload(workload))[1][-1])
+    workload = _check_workload(workload)
+    _check_model_size(workload, False, allow_large)
+    return float(_noiseless(workload)[1][-1])
 
 
-def wavefront_predict(workload: Wavefront, noise=None) -> xr.Dataset:
+def wavefront_predict(workload: Wavefront, noise=None, *,
+                      allow_large: bool = False) -> xr.Dataset:
     """The pipeline model of a wavefront workload, and bounds on its time under noise.
 
     Parameters
@@ -320,6 +407,11 @@ def wavefront_predict(workload: Wavefront, noise=None) -> xr.Dataset:
         The noise δ of one block's compute (a Trace: the law of the δ that ``work``
         meets from a random start, :func:`jitterlab.noise.from_trace`). Message CPU
         time is taken as noiseless here.
+    allow_large : bool
+        Run even when the estimated memory (about 50 B per rank, and 32 B per level of
+        the block graph with ``noise``) exceeds half of the available memory; without
+        it such a call raises :class:`jitterlab.limits.ResourceLimitError` naming the
+        figure and the argument to change (or set ``JITTERLAB_ALLOW_LARGE=1``).
 
     Returns
     -------
@@ -362,11 +454,13 @@ def wavefront_predict(workload: Wavefront, noise=None) -> xr.Dataset:
     17.368
     """
     workload = _check_workload(workload)
-    finish, iteration_end, level_count = _noiseless(workload, levels=noise is not None)
+    check_allow_large(allow_large)
+    law = None if noise is None else _as_law(noise, workload.work)
+    _check_model_size(workload, law is not None, allow_large)
+    finish, iteration_end, level_count = _noiseless(workload, levels=law is not None)
     data = _base_vars(iteration_end, finish)
     attrs = _attrs(workload, "pipeline model (closed form over blocks)")
-    if noise is not None:
-        law = _as_law(noise, workload.work)
+    if law is not None:
         mean = float(law.mean())
         total = float(iteration_end[-1])
         lower = float(_noiseless(workload, work=workload.work + mean)[1][-1])
@@ -390,7 +484,8 @@ def wavefront_predict(workload: Wavefront, noise=None) -> xr.Dataset:
 
 def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: RngLike = None,
                        method: str | None = None, runs: int = 1,
-                       progress: str = "in_order", detail: bool = False) -> xr.Dataset:
+                       progress: str = "in_order", detail: bool = False, *,
+                       allow_large: bool = False) -> xr.Dataset:
     """Simulate a wavefront workload block by block under noise.
 
     Parameters
@@ -403,7 +498,10 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
         :func:`jitterlab.simulate`. A law: a δ drawn independently for every rank and
         block is added to the block's compute.
     start : {"random", "random_row", "synchronized", "coscheduled"} or sequence of int
-        Start points of the ranks in the trace, as for :func:`jitterlab.simulate`.
+        Start points of the ranks in the trace, as for :func:`jitterlab.simulate`
+        (trace-driven runs). Checked whatever the noise; with a noise law only "random"
+        (its draws have no start points; anything else is a ValueError). Recorded in the
+        attribute ``start`` only when a trace is replayed.
     rng : int or numpy.random.Generator, optional
         Seed of the start points or of the δ draws.
     method : {"trace", "montecarlo"}, optional
@@ -426,6 +524,12 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
         and with the all-reduce a collective interval per iteration; attrs
         ``makespan`` and ``noiseless_makespan`` [s] (see
         :func:`jitterlab.estimate.accumulated_noise`).
+    allow_large : bool
+        Run even when the estimated memory exceeds half of the available memory (about
+        100 B per rank in order, 600 B per rank on arrival, 8 B per rank, block, sweep,
+        iteration and run with ``detail=True``, 1.6 kB per rank and pass with "events");
+        without it such a call raises :class:`jitterlab.limits.ResourceLimitError`
+        naming the figure and the argument to change (or set ``JITTERLAB_ALLOW_LARGE=1``).
 
     Returns
     -------
@@ -445,6 +549,7 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
     """
     workload = _check_workload(workload)
     runs = check_integer("runs", runs, 1)
+    check_allow_large(allow_large)
     if workload.has_intra_node_wire:
         raise ValueError(f"wavefront_simulate gives every face message the inter-node wire "
                          f"time; this workload's intra-node messages differ "
@@ -458,6 +563,11 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
     if method == "trace" and noise is not None and not isinstance(noise, Trace):
         raise TypeError(f"method='trace' needs a jl.Trace as noise, got "
                         f"{type(noise).__name__} (use method='montecarlo' for a law)")
+    if noise is not None and not isinstance(noise, Trace | NoiseModel):
+        raise TypeError(f"noise must be None, a jl.noise law or a jl.Trace, got "
+                        f"{type(noise).__name__}")
+    law = noise is not None and method == "montecarlo"
+    start = _check_start(start, workload.n, law)
     if progress not in ("in_order", "on_arrival"):
         raise ValueError(f"progress must be 'in_order' or 'on_arrival', got {progress!r}")
     if progress == "on_arrival":
@@ -469,6 +579,7 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
         if workload.allreduce:
             raise ValueError("progress='on_arrival' does not model the all-reduce: use "
                              "allreduce=False or progress='in_order'")
+        _check_simulation_size(workload, runs, False, False, False, True, allow_large)
         return _simulate_on_arrival(workload, noise, start, rng, runs)
     events = isinstance(detail, str) and detail == "events"
     if not events and not isinstance(detail, bool | np.bool_):
@@ -484,6 +595,7 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
                              f"event trace has one latency), got {args[7]!r} and "
                              f"{args[8]!r} s")
         detail = False
+    _check_simulation_size(workload, runs, bool(detail), events, law, False, allow_large)
     op_ends = np.full((n_passes, n_ranks, 5), np.nan) if events else _NO_OPS
     block_end = np.zeros((runs, n_passes, n_ranks)) if detail else None
     noiseless_end = _noiseless(workload)[1][-1]
@@ -532,7 +644,8 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
                     block_end[run, first + k] = state[:, 0]
             finishes[run] = state[:, 0]
         kind = "distribution-driven Monte Carlo of the block recurrence"
-    ds = _labelled(workload, ends, finishes, noiseless_end, kind, noise, start, seed)
+    ds = _labelled(workload, ends, finishes, noiseless_end, kind, noise,
+                   start if method == "trace" else None, seed)
     if events:
         px, _, corners, blocks, work, send, recv, wire, _, _ = args
         return _simevents.wavefront_events(
@@ -600,7 +713,7 @@ def _labelled(workload, ends, finishes, noiseless_end, kind, noise, start, seed)
     data["slowdown"] = (("run",), ends[:, -1] / noiseless_end - 1.0,
                         {"units": "1", "long_name": "total time / noiseless time − 1"})
     attrs = _attrs(workload, kind)
-    if noise is not None:
+    if noise is not None and start is not None:  # a replayed trace: where each rank began
         attrs["start"] = start if isinstance(start, str) else "explicit rows"
         if isinstance(noise, Trace):
             attrs["trace_source"] = str(noise.attrs.get("source", "unknown"))
