@@ -151,6 +151,16 @@ def test_malformed_event_refused_naming_file_and_line(body, why):
         read_ftrace(text)
 
 
+def test_eventless_lines():
+    """trace_pipe of the osnoise tracer has no header: its summary lines are still read;
+    a function-tracer line is refused."""
+    summary = "   <...>-859  [000] ....  81.637220: 1000000  190  99.98100  9  18  0  1007  18  1"
+    events = read_ftrace(summary + "\n")
+    assert events["event"].to_list() == ["osnoise"] and events["noise"].iloc[0] == 190e-6
+    with pytest.raises(ValueError, match="line 1: a line without an event name"):
+        read_ftrace("  bash-1977  [000] ....  17284.993652: sys_close <-system_call_fastpath\n")
+
+
 def test_malformed_line_in_file(tmp_path):
     path = tmp_path / "trace.txt"
     path.write_text(LINE.format("local_timer_entry: vector=236") + "\nthis is not a trace\n")

@@ -261,8 +261,9 @@ class _Reader:
             self.fail(number, line, "not an ftrace event line (expected 'comm-pid [cpu] "
                       "flags timestamp: event: fields')")
         event, body = match.group("event"), match.group("body").strip()
-        if event is None:
-            if self.attrs["tracer"] != "osnoise":
+        if event is None:  # only the osnoise tracer's summary has no event name
+            if (self.attrs["tracer"] not in (None, "osnoise")
+                    or not EVENT_FIELDS["osnoise"][0].match(body)):
                 self.fail(number, line, "a line without an event name (only the osnoise "
                           "tracer's per-period summary is read without one)")
             event = "osnoise"
