@@ -455,41 +455,75 @@ def _identity(value):
     return value
 
 
+#: how long a Dask sweep waits with no worker in the cluster, once it has seen one, before
+#: it gives up on the points left (a nanny that no longer restarts its workers) [s]
+NO_WORKER_TIMEOUT = 300.0
+#: how often a Dask sweep that waits for its tasks looks at the cluster [s]
+_POLL_SECONDS = 2.0
+
+
+class _ClusterGone(Exception):
+    """The cluster has had no worker for :data:`NO_WORKER_TIMEOUT`."""
+
+    def __init__(self):
+        super().__init__(f"no Dask worker in the cluster for {NO_WORKER_TIMEOUT:g} s (every "
+                         f"worker died and none was started again)")
+
+
 def _run_tasks(client, submit, batches, limit, outcomes, bar):
     """Run ``batches`` (lists of grid indices) as tasks, at most ``limit`` at once.
 
     Fills ``outcomes`` for the batches whose task returned; returns the batches whose task
     raised (the worker died under it, or its result did not travel back) with the error.
+    Raises :class:`_ClusterGone` when the cluster has had no worker for
+    :data:`NO_WORKER_TIMEOUT` after having had one.
     """
-    from distributed import as_completed
+    import time
+
+    from distributed import wait
 
     waiting = list(batches)
     failed = []
-    running = as_completed()
     live = {}  # key -> (future, batch)
+    seen_worker, alone_since = False, None
 
     def start_next():
         batch = waiting.pop(0)
         future = submit(batch, len(waiting))
         live[future.key] = (future, batch)
-        running.add(future)
 
     try:
         for _ in range(min(limit, len(waiting))):
             start_next()
-        for future in running:
-            batch = live.pop(future.key)[1]
+        while live:
             try:
-                results = future.result()
-            except Exception as error:  # not the function's: _evaluate catches those
-                failed.append((batch, error))
-            else:
-                for index, outcome in zip(batch, results, strict=True):
-                    outcomes[index] = outcome
-                bar.update(len(batch))
-            future.release()
-            if waiting:
-                start_next()
+                done = wait([future for future, _ in live.values()], timeout=_POLL_SECONDS,
+                            return_when="FIRST_COMPLETED").done
+            except TimeoutError:
+                done = ()
+            if not done:
+                if client.nthreads():
+                    seen_worker, alone_since = True, None
+                elif seen_worker:
+                    alone_since = alone_since or time.monotonic()
+                    if time.monotonic() - alone_since > NO_WORKER_TIMEOUT:
+                        client.cancel([future for future, _ in live.values()])
+                        raise _ClusterGone
+                continue
+            seen_worker, alone_since = True, None
+            for future in done:
+                batch = live.pop(future.key)[1]
+                try:
+                    results = future.result()
+                except Exception as error:  # not the function's: _evaluate catches those
+                    failed.append((batch, error))
+                else:
+                    for index, outcome in zip(batch, results, strict=True):
+                        outcomes[index] = outcome
+                    bar.update(len(batch))
+                future.release()
+                if waiting:
+                    start_next()
     except BaseException:
         client.cancel([future for future, _ in live.values()])
         raise
@@ -519,17 +553,22 @@ def _run_dask(client, func, fixed, points, seeds, bar, points_per_task=None):
 
     outcomes = [None] * len(points)
     try:
-        batches = [batch.tolist() for batch in _batches(len(points), points_per_task, threads)]
-        failed = _run_tasks(client, submit, batches, len(batches), outcomes, bar)
-        if failed:  # every point of a failed task on its own
-            singles = [[index] for batch, _ in failed for index in batch]
-            logger.info("%d sweep tasks failed (%s); running their %d points one per task",
-                        len(failed), failed[0][1], len(singles))
-            concurrency = max(1, min(threads, len(singles)))
-            failed = _run_tasks(client, submit, singles, concurrency, outcomes, bar)
-            if failed and concurrency > 1:  # alone on the cluster: only a culprit fails
-                failed = _run_tasks(client, submit, [batch for batch, _ in failed], 1,
-                                    outcomes, bar)
+        try:
+            batches = [batch.tolist()
+                       for batch in _batches(len(points), points_per_task, threads)]
+            failed = _run_tasks(client, submit, batches, len(batches), outcomes, bar)
+            if failed:  # every point of a failed task on its own
+                singles = [[index] for batch, _ in failed for index in batch]
+                logger.info("%d sweep tasks failed (%s); running their %d points one per "
+                            "task", len(failed), failed[0][1], len(singles))
+                concurrency = max(1, min(threads, len(singles)))
+                failed = _run_tasks(client, submit, singles, concurrency, outcomes, bar)
+                if failed and concurrency > 1:  # alone on the cluster: only a culprit fails
+                    failed = _run_tasks(client, submit, [batch for batch, _ in failed], 1,
+                                        outcomes, bar)
+        except _ClusterGone as gone:
+            failed = [([index], gone) for index, outcome in enumerate(outcomes)
+                      if outcome is None]
         for batch, error in failed:
             for index in batch:
                 outcomes[index] = _Outcome(error=_task_error(error))
@@ -542,6 +581,8 @@ def _run_dask(client, func, fixed, points, seeds, bar, points_per_task=None):
 
 def _task_error(error) -> str:
     """The text recorded for a point whose own task failed on the cluster."""
+    if isinstance(error, _ClusterGone):
+        return str(error)
     text = f"{type(error).__name__}: {error}"
     if type(error).__name__ == "KilledWorker":
         return (f"{text} (the worker process died while evaluating this point alone: a "

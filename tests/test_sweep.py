@@ -554,3 +554,52 @@ def test_a_point_that_kills_its_worker_fails_alone_and_the_sweep_ends(fragile_cl
 def test_local_cluster_checks_its_number_of_workers(n_workers, error):
     with pytest.raises(error, match="n_workers"):
         local_cluster(n_workers=n_workers)
+
+
+def sleeps_a_little(k):
+    import time
+
+    time.sleep(0.3)
+    return xr.Dataset({"value": ((), float(k))})
+
+
+def test_a_cluster_that_loses_every_worker_ends_the_sweep(monkeypatch):
+    import concurrent.futures
+    import threading
+    import time
+
+    distributed = pytest.importorskip("distributed")
+    monkeypatch.setattr(sweep_module, "NO_WORKER_TIMEOUT", 1.0)
+    monkeypatch.setattr(sweep_module, "_POLL_SECONDS", 0.2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cluster = local_cluster(n_workers=1, processes=False)
+        dask_client = distributed.Client(cluster)
+
+    def run():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = sweep(sleeps_a_little, {"k": list(range(30))}, client=dask_client,
+                           progress=False, points_per_task=1)
+        return result, caught
+
+    def stop_every_worker():  # as a nanny that no longer restarts its dead worker
+        time.sleep(1.5)
+        cluster.scale(0)
+
+    try:
+        threading.Thread(target=stop_every_worker, daemon=True).start()
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            result, caught = pool.submit(run).result(timeout=120)  # hung for ever before
+    finally:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            dask_client.close()
+            cluster.close()
+    done = result["value"].notnull().values
+    assert 0 < done.sum() < 30
+    np.testing.assert_array_equal(result["value"].values[done], np.arange(30.0)[done])
+    assert all("no Dask worker in the cluster for 1 s" in text
+               for text in result.attrs["sweep_failed"])
+    assert len(result.attrs["sweep_failed"]) == 30 - done.sum()
+    assert any(issubclass(w.category, SweepWarning) for w in caught)
