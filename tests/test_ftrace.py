@@ -201,3 +201,20 @@ def test_parse_fields_of_kernel_and_trace_cmd_layouts():
             "duration": 7e-9}
     assert parse_fields("not_known", "anything") == {}
     assert parse_fields("local_timer_entry", "vector=abc") is None
+
+
+def test_real_overwritten_buffer_is_reported():
+    """The kernel's header (272 of 11296 events kept) matches its stats (overrun 11024)."""
+    with pytest.warns(LostEventsWarning, match="11024 events overwritten"):
+        events = read_ftrace(DATA / "ftrace_trace_overrun_cpu1.txt.gz")
+    assert len(events) == events.attrs["entries_in_buffer"] == 272
+    assert events.attrs["overwritten"] == 11024 and events.attrs["lost"] == []
+
+
+def test_real_trace_pipe_lost_events_are_reported():
+    with pytest.warns(LostEventsWarning, match="events lost on CPU 1: 5523"):
+        events = read_ftrace(DATA / "ftrace_pipe_lost_cpu1.txt.gz")
+    (lost,) = events.attrs["lost"]
+    assert (lost["cpu"], lost["count"], lost["line"]) == (1, 5523, 1)
+    assert lost["before_timestamp"] == events["ticks"].iloc[0]
+    assert events.attrs["lost_events"] == 5523 and events.attrs["tracer"] is None

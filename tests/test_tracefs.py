@@ -21,7 +21,7 @@ from jitterlab.bench.tracefs import (
     remove_stale_instances,
     trace_instance,
 )
-from jitterlab.io import read_ftrace
+from jitterlab.io import LostEventsWarning, read_ftrace
 
 REAL = tracefs.TRACEFS_ROOTS[0]
 REAL_WRITABLE = (os.geteuid() == 0 and (REAL / "instances").is_dir()
@@ -76,18 +76,22 @@ def test_event_not_available_is_named(monkeypatch, fake_tracefs):
     assert list((fake_tracefs / "instances").iterdir()) == []  # nothing created
 
 
-@pytest.mark.parametrize("events, cpu, duration, message", [
-    (["irq_vectors:local_timer_entry"], 2, 1.0, "CPU 2 is not in .* has 2 CPU"),
-    (["local_timer_entry"], 0, 1.0, "'system:event' names"),
-    ([], 0, 1.0, "'system:event' names"),
-    (["irq_vectors:local_timer_entry"], -1, 1.0, "non-negative int"),
-    (["irq_vectors:local_timer_entry"], 0, 0.0, "positive number of seconds"),
+@pytest.mark.parametrize("options, message", [
+    ({"cpu": 2}, "CPU 2 is not in .* has 2 CPU"),
+    ({"events": ["local_timer_entry"]}, "'system:event' names"),
+    ({"events": []}, "'system:event' names"),
+    ({"cpu": -1}, "non-negative int"),
+    ({"duration": 0.0}, "positive number of seconds"),
+    ({"buffer_kb": 0}, "buffer_kb must be a positive int"),
 ])
-def test_bad_arguments(monkeypatch, fake_tracefs, events, cpu, duration, message):
+def test_bad_arguments(monkeypatch, fake_tracefs, options, message):
     monkeypatch.setattr(os, "geteuid", lambda: 0)
+    arguments = {"events": ["irq_vectors:local_timer_entry"], "cpu": 0, "duration": 1.0,
+                 **options}
     with pytest.raises(ValueError, match=message):
-        with trace_instance(events, cpu=cpu, duration=duration, root=fake_tracefs):
+        with trace_instance(root=fake_tracefs, **arguments):
             pass
+    assert list((fake_tracefs / "instances").iterdir()) == []
 
 
 def test_stale_instances_of_dead_processes_removed(fake_tracefs, caplog):
@@ -168,3 +172,25 @@ def test_real_stale_instance_removed_and_missing_event_named(caplog):
     finally:
         if stale.exists():
             stale.rmdir()
+
+
+@real
+def test_real_lost_events_counted_and_logged(caplog):
+    """An 8 KiB buffer overflows: the stats' overrun equals what the trace header says."""
+    affinity = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {0})
+    try:
+        with caplog.at_level(logging.WARNING, logger="jitterlab.bench.tracefs"):
+            with trace_instance(["sched:sched_switch", "timer:hrtimer_expire_entry",
+                                 "timer:hrtimer_expire_exit"], cpu=0, duration=0.3,
+                                buffer_kb=8) as instance:
+                deadline = time.monotonic() + 0.3
+                while time.monotonic() < deadline:
+                    time.sleep(0.0005)  # a switch and an hrtimer each time
+                text = instance.read_trace()
+    finally:
+        os.sched_setaffinity(0, affinity)
+    assert instance.lost["overrun"] > 0 and "lost events on CPU 0" in caplog.text
+    with pytest.warns(LostEventsWarning, match="events overwritten"):
+        recorded = read_ftrace(text)
+    assert recorded.attrs["overwritten"] == instance.lost["overrun"]

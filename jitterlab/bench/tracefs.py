@@ -322,7 +322,8 @@ def _choose_clock(path: Path, clock: str) -> str:
 
 @contextlib.contextmanager
 def trace_instance(events=NOISE_EVENTS, cpu: int = 0, duration: float = 10.0, *,
-                   root=None, clock: str = "x86-tsc", events_per_second: float = 20_000.0):
+                   root=None, clock: str = "x86-tsc", events_per_second: float = 20_000.0,
+                   buffer_kb: int | None = None):
     """Record kernel events of one CPU in a private tracefs instance.
 
     Parameters
@@ -341,6 +342,8 @@ def trace_instance(events=NOISE_EVENTS, cpu: int = 0, duration: float = 10.0, *,
         and a warning logged (:attr:`TraceInstance.clock` says which).
     events_per_second : float
         Expected event rate, for the buffer size. [1/s]
+    buffer_kb : int, optional
+        Per-CPU buffer size, instead of the estimate from ``duration``. [KiB]
 
     Yields
     ------
@@ -380,6 +383,10 @@ def trace_instance(events=NOISE_EVENTS, cpu: int = 0, duration: float = 10.0, *,
                          f"{len(list((tracefs / 'per_cpu').glob('cpu*')))} CPU(s)")
     events = _check_events(tracefs, events)
     size_kb = buffer_size_kb(duration, events_per_second)
+    if buffer_kb is not None:
+        if not isinstance(buffer_kb, int) or isinstance(buffer_kb, bool) or buffer_kb < 1:
+            raise ValueError(f"buffer_kb must be a positive int [KiB], got {buffer_kb!r}")
+        size_kb = buffer_kb
     removed = remove_stale_instances(tracefs)
     path = tracefs / "instances" / f"jitterlab-{os.getpid()}"
     try:
