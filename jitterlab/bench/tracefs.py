@@ -70,8 +70,23 @@ class EventNotAvailableError(TracefsError, LookupError):
 
 
 def cpu_mask(cpu: int) -> str:
-    """The ``tracing_cpumask`` text selecting one CPU: hexadecimal, in comma-separated
-    32-bit words as the kernel prints it (``cpu_mask(33) == "2,00000000"``)."""
+    """The ``tracing_cpumask`` text selecting one CPU.
+
+    Parameters
+    ----------
+    cpu : int
+        The CPU number.
+
+    Returns
+    -------
+    str
+        Hexadecimal, in comma-separated 32-bit words as the kernel prints it.
+
+    Examples
+    --------
+    >>> cpu_mask(1), cpu_mask(33)
+    ('2', '2,00000000')
+    """
     words = []
     value = 1 << cpu
     while True:
@@ -201,10 +216,20 @@ def remove_stale_instances(root=None) -> list[Path]:
 
 
 def parse_stats(text: str) -> dict[str, float]:
-    """The ``per_cpu/cpuN/stats`` file as a dict (``"entries"``, ``"overrun"``,
-    ``"commit overrun"``, ``"bytes"``, ``"dropped events"``, ``"read events"``,
-    ``"oldest event ts"``, ``"now ts"``; counts as int, timestamps as printed: seconds,
-    or ticks for a counter clock)."""
+    """The ``per_cpu/cpuN/stats`` file of a tracefs instance.
+
+    Parameters
+    ----------
+    text : str
+        The file's content.
+
+    Returns
+    -------
+    dict
+        ``"entries"``, ``"overrun"``, ``"commit overrun"``, ``"bytes"``, ``"dropped
+        events"``, ``"read events"`` (counts, int), ``"oldest event ts"``, ``"now ts"``
+        (as printed: seconds, or ticks for a counter clock).
+    """
     stats: dict[str, float] = {}
     for line in text.splitlines():
         key, sep, value = line.partition(":")
