@@ -94,6 +94,16 @@ def test_bad_arguments(monkeypatch, fake_tracefs, options, message):
     assert list((fake_tracefs / "instances").iterdir()) == []
 
 
+def test_instance_removed_when_setting_up_fails(monkeypatch, fake_tracefs):
+    """A fake tree's mkdir makes no control files: the first write fails, naming the
+    file, and the instance directory is removed all the same."""
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    with pytest.raises(tracefs.TracefsError, match=r"tracing_on does not exist"):
+        with trace_instance(["irq:softirq_entry"], root=fake_tracefs):
+            pass
+    assert list((fake_tracefs / "instances").iterdir()) == []
+
+
 def test_stale_instances_of_dead_processes_removed(fake_tracefs, caplog):
     instances = fake_tracefs / "instances"
     dead, alive = dead_pid(), os.getpid()

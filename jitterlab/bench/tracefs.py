@@ -48,7 +48,7 @@ NOISE_EVENTS = ("irq_vectors:local_timer_entry", "irq_vectors:local_timer_exit",
                 "sched:sched_switch",
                 "timer:hrtimer_expire_entry", "timer:hrtimer_expire_exit")
 #: clocks whose timestamps are counter ticks rather than seconds
-COUNTER_CLOCKS = frozenset({"x86-tsc", "counter"})
+COUNTER_CLOCKS = frozenset({"x86-tsc", "counter", "uptime"})
 #: the ``stats`` lines that count events lost
 LOST_STATS = ("overrun", "commit overrun", "dropped events")
 
@@ -158,9 +158,13 @@ def _pid_alive(pid: int) -> bool:
 
 
 def _write(path: Path, text: str) -> None:
+    """Write to an existing tracefs file (never creates one)."""
     try:
-        with open(path, "w") as handle:
-            handle.write(text)
+        handle = os.open(path, os.O_WRONLY | os.O_TRUNC)
+        try:
+            os.write(handle, text.encode())
+        finally:
+            os.close(handle)
     except FileNotFoundError:
         raise TracefsError(f"{path} does not exist: is {path.parent} a tracefs "
                            "instance?") from None
