@@ -85,6 +85,8 @@ def main(argv=None) -> int:
     parser.add_argument("notebooks", nargs="+", type=Path)
     parser.add_argument("--strip-only", action="store_true",
                         help="do not execute; only strip the stored outputs")
+    parser.add_argument("--timeout", type=int, default=600,
+                        help="seconds a cell may run (default 600; raise it on a busy machine)")
     args = parser.parse_args(argv)
     os.environ.setdefault("JUPYTER_PLATFORM_DIRS", "1")
     os.environ.setdefault("MPLBACKEND", "Agg")
@@ -94,7 +96,7 @@ def main(argv=None) -> int:
         if args.strip_only:
             nbformat.write(strip(nbformat.read(path, as_version=4)), path)
         else:
-            refresh(path)
+            refresh(path, timeout=args.timeout)
         kept = sum(is_checked(cell) for cell in nbformat.read(path, as_version=4).cells)
         print(f"{path}: kept the outputs of {kept} checked cells")
     return 0
