@@ -460,6 +460,9 @@ def _identity(value):
 NO_WORKER_TIMEOUT = 300.0
 #: how often a Dask sweep that waits for its tasks looks at the cluster [s]
 _POLL_SECONDS = 2.0
+#: how long a Dask sweep waits for the result of a finished task before it looks at the
+#: cluster again (the result's worker may die on the way: the task is then run again) [s]
+_RESULT_SECONDS = 60.0
 
 
 class _ClusterGone(Exception):
@@ -512,15 +515,18 @@ def _run_tasks(client, submit, batches, limit, outcomes, bar):
                 continue
             seen_worker, alone_since = True, None
             for future in done:
-                batch = live.pop(future.key)[1]
+                batch = live[future.key][1]
                 try:
-                    results = future.result()
+                    results = future.result(timeout=_RESULT_SECONDS)
+                except TimeoutError:  # lost on the way back and computed again: wait on
+                    continue
                 except Exception as error:  # not the function's: _evaluate catches those
                     failed.append((batch, error))
                 else:
                     for index, outcome in zip(batch, results, strict=True):
                         outcomes[index] = outcome
                     bar.update(len(batch))
+                del live[future.key]
                 future.release()
                 if waiting:
                     start_next()
