@@ -16,6 +16,10 @@
   the time of an empty barrier under MPI; read back with :func:`read_latency`, τ with its
   standard error from :func:`summarize_latency`.
 * :func:`calibrate_tsc` — the rate of the timestamp counter [Hz].
+* :func:`trace_instance` — a private tracefs instance (``instances/jitterlab-<pid>``) that
+  records kernel events (interrupts, softirqs, context switches, hrtimers) of one CPU and is
+  removed on every exit path (:mod:`jitterlab.bench.tracefs`; its text is read by
+  :func:`jitterlab.io.read_ftrace`).
 
 The command line runs them as ``jitterlab measure detour``, ``jitterlab measure fwq``,
 ``mpiexec -n N jitterlab measure pb`` and ``mpiexec -n N jitterlab measure latency``; see
@@ -28,6 +32,7 @@ from .detour import detour, read_detour
 from .fwq import fwq, lcg_work, read_fwq_samples, write_fwq_samples
 from .latency import latency_benchmark, read_latency, summarize_latency, write_latency
 from .pb import histogram_law, parallel_benchmark, read_pb, write_pb
+from .tracefs import TracefsError, trace_instance
 
 __all__ = ["detour", "read_detour", "fwq", "lcg_work", "read_fwq_samples",
            "write_fwq_samples", "parallel_benchmark", "read_pb", "write_pb", "histogram_law",
@@ -35,3 +40,4 @@ __all__ = ["detour", "read_detour", "fwq", "lcg_work", "read_fwq_samples",
            "calibrate_tsc",
            "read_cycles", "TscCalibration", "CycleCounterError", "TscWarning"]
 __all__ += ["bsp_benchmark", "read_bsp", "read_bsp_interruptions"]
+__all__ += ["trace_instance", "TracefsError"]
