@@ -118,13 +118,19 @@ def run_ids(runs: pd.DataFrame) -> list[str]:
     >>> run_ids(pd.DataFrame({"table": [1], "cells_per_side": [60], "cores": [4]}))
     ['Table 1: 60^3 on 4 cores']
     """
+    if not isinstance(runs, pd.DataFrame):
+        raise TypeError(f"runs must be a pandas DataFrame, got {type(runs).__name__}")
     if "id" in runs.columns:
         return [str(value) for value in runs["id"]]
     runs = _check_configurations(runs)
-    prefix = ([f"Table {int(t)}: " for t in runs["table"]] if "table" in runs.columns
+    prefix = ([f"Table {check_integer(_TABLE_ROW.format(row), t, 0)}: "
+               for row, t in enumerate(runs["table"])] if "table" in runs.columns
               else [""] * len(runs))
     return [f"{head}{int(n)}^3 on {int(c)} cores" for head, n, c in
             zip(prefix, runs["cells_per_side"], runs["cores"], strict=True)]
+
+
+_TABLE_ROW = "runs['table'] (row {})"
 
 
 def _check_structure(structure) -> SweepStructure:
@@ -367,6 +373,9 @@ def choose_structure(runs: pd.DataFrame, candidates) -> tuple[SweepStructure, pd
     if len(runs) < 4:
         raise ValueError(f"choosing a blocking by leave-one-out needs at least 4 runs, got "
                          f"{len(runs)}")
+    if candidates is None or isinstance(candidates, str | SweepStructure):
+        raise TypeError(f"candidates must be a non-empty sequence of SweepStructure, got "
+                        f"{type(candidates).__name__}")
     candidates = list(candidates)
     if not candidates or not all(isinstance(c, SweepStructure) for c in candidates):
         raise TypeError("candidates must be a non-empty sequence of SweepStructure")
@@ -398,6 +407,15 @@ def _log_covariance(fit: xr.Dataset) -> np.ndarray:
     if not np.isfinite(correlation):
         correlation = 0.0
     return np.outer(relative, relative) * np.array([[1.0, correlation], [correlation, 1.0]])
+
+
+def _check_same_structure(fit: xr.Dataset, structure: SweepStructure) -> None:
+    """A fit's costs mean something only in the structure it was fitted with."""
+    fitted = fit.attrs.get("structure")
+    if fitted is not None and fitted != repr(replace(structure)):
+        raise ValueError(f"structure={structure!r} is not the structure of the fit "
+                         f"({fitted}): its costs are per cell and message of that blocking; "
+                         f"pass the fit's structure")
 
 
 def _check_out_of_sample(runs: pd.DataFrame, fit: xr.Dataset) -> list[str]:
@@ -435,6 +453,7 @@ def predict_held_out(runs: pd.DataFrame, fit: xr.Dataset,
     runs = _check_configurations(runs)
     fit = _check_fit(fit)
     structure = _check_structure(structure)
+    _check_same_structure(fit, structure)
     ids = _check_out_of_sample(runs, fit)
     cell_time, latency = float(fit["cell_time"]), float(fit["latency"])
     predicted = _runtimes(runs, cell_time, latency, structure)
@@ -461,6 +480,9 @@ def predict_held_out(runs: pd.DataFrame, fit: xr.Dataset,
 
 
 def _uniform_range(name, bounds, low_limit=0.0):
+    if isinstance(bounds, str) or any(isinstance(value, str | bytes) for value in (
+            bounds if isinstance(bounds, tuple | list) else ())):
+        raise TypeError(f"{name} must be a range (low, high) of numbers, got {bounds!r}")
     try:
         low, high = (float(value) for value in bounds)
     except (TypeError, ValueError):
@@ -525,6 +547,7 @@ def sample_upgrade(runs: pd.DataFrame, fit: xr.Dataset, message_cost,
     runs = _check_configurations(runs)
     fit = _check_fit(fit)
     structure = _check_structure(structure)
+    _check_same_structure(fit, structure)
     if {"table", "id"} & set(runs.columns):
         _check_out_of_sample(runs, fit)
     cost_low, cost_high = _uniform_range("message_cost", message_cost)
@@ -621,6 +644,7 @@ def predict_upgrade(runs: pd.DataFrame, fit: xr.Dataset, compute_slowdown: float
     runs = _check_configurations(runs)
     fit = _check_fit(fit)
     structure = _check_structure(structure)
+    _check_same_structure(fit, structure)
     if not isinstance(compute_slowdown, numbers.Real | np.number) or isinstance(
             compute_slowdown, bool | np.bool_):
         raise TypeError(f"compute_slowdown must be a real number, got "

@@ -16,6 +16,7 @@ from its own start, compute and message CPU time alike, with jitSim's rules).
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -57,13 +58,20 @@ def _corners(sweeps) -> tuple[tuple[int, int], ...]:
                              f"corners (dx, dy) with dx, dy in {{-1, +1}}, got {sweeps!r}")
         return SWEEP_ORDERS[sweeps]
     try:
-        corners = tuple((int(dx), int(dy)) for dx, dy in sweeps)
+        pairs = [(dx, dy) for dx, dy in sweeps]
     except (TypeError, ValueError):
         raise ValueError(f"sweeps: each sweep must be a corner (dx, dy), got {sweeps!r}") from None
-    if not corners or any(dx not in (-1, 1) or dy not in (-1, 1) for dx, dy in corners):
+    # compared before any int(): a corner (1.5, 1) is not (1, 1)
+    if not pairs or not all(_is_unit_step(value) for pair in pairs for value in pair):
         raise ValueError(f"sweeps: corners are pairs of -1/+1 and at least one is needed, "
                          f"got {sweeps!r}")
-    return corners
+    return tuple((int(dx), int(dy)) for dx, dy in pairs)
+
+
+def _is_unit_step(value) -> bool:
+    """True for the numbers -1 and +1 (not True, "1" or 1.5)."""
+    return (isinstance(value, numbers.Real | np.number)
+            and not isinstance(value, bool | np.bool_) and value in (-1, 1))
 
 
 @dataclass(frozen=True)
@@ -166,8 +174,13 @@ class Wavefront:
         >>> (wf.px, wf.py, wf.blocks, wf.bytes_x, wf.bytes_y)
         (2, 4, 12, 600, 1200)
         """
-        if isinstance(cells, str) or len(cells) != 3:
+        if isinstance(cells, str) or not isinstance(cells, Sequence | np.ndarray) or len(
+                cells) != 3:
             raise ValueError(f"cells must be (nx, ny, nz), got {cells!r}")
+        computed = sorted({"px", "py", "blocks", "work", "bytes_x", "bytes_y"} & set(kwargs))
+        if computed:
+            raise TypeError(f"from_problem() computes {computed} from the problem: give "
+                            f"cells, cores (or px and py), cell_time and the blocking instead")
         nx, ny, nz = (check_integer(name, value, 1) for name, value in zip(("nx", "ny", "nz"),
                                                                            cells, strict=True))
         if px is None and py is None:
@@ -185,6 +198,9 @@ class Wavefront:
         height = check_integer("block_height", block_height, 1)
         angles = check_integer("angles", angles, 1)
         per_block = check_integer("angles_per_block", angles_per_block, 1)
+        if per_block > angles:
+            raise ValueError(f"angles_per_block ({per_block}) must not exceed angles "
+                             f"({angles}): a block would compute angles that do not exist")
         cell_time = check_positive("cell_time", cell_time)
         width_x, width_y = math.ceil(nx / px), math.ceil(ny / py)
         blocks = math.ceil(nz / height) * math.ceil(angles / per_block)
