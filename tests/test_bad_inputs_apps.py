@@ -347,6 +347,8 @@ CASES = [
          r"samples.*2\.5", "sample-samples-fraction"),
     case(lambda: sample_upgrade(RUNS, fit(), (1e-6, 2e-6), samples=10**12), ResourceLimitError,
          r"samples=1000000000000.*fewer samples", "sample-samples-memory"),
+    case(lambda: sample_upgrade(RUNS, fit(), (1e-6, 2e-6), allow_large="yes"), TypeError,
+         r"allow_large", "sample-allow_large-str"),
     case(lambda: sample_upgrade(RUNS, fit(), (1e-6, 2e-6), cores_per_node=0), ValueError,
          r"cores_per_node", "sample-cores_per_node-0"),
     case(lambda: sample_upgrade(RUNS, {"cell_time": 1e-5}, (1e-6, 2e-6)), TypeError,

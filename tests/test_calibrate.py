@@ -299,3 +299,14 @@ def test_blocks_of_more_angles_than_exist_are_refused():
         SweepStructure(angles=6, angles_per_block=7)
     with pytest.raises(ValueError, match="sweeps"):
         SweepStructure(sweeps="chimaera")
+
+
+def test_sample_upgrade_checks_its_memory_and_allow_large_lifts_it(monkeypatch):
+    fit = fit_sweep_costs(runs_of(SweepStructure(), CALIBRATION), start=TRUE)
+    # 10 kB free: the draws (48 B per sample and run: 9.6 kB) are refused, not the model
+    monkeypatch.setattr(jl.limits, "available_memory", lambda: 10**4)
+    monkeypatch.setattr(jl.limits, "_ALWAYS_FITS", 0)
+    with pytest.raises(jl.limits.ResourceLimitError, match=r"samples=100 and 2 runs.*fewer"):
+        sample_upgrade(HELD_OUT, fit, (5e-6, 5e-6), samples=100, rng=1)
+    allowed = sample_upgrade(HELD_OUT, fit, (5e-6, 5e-6), samples=100, rng=1, allow_large=True)
+    assert allowed["new_s"].shape == (100, 2)

@@ -24,7 +24,7 @@ from scipy.optimize import least_squares
 from .._checks import check_integer, check_positive
 from .._provenance import provenance_attrs
 from .._random import RngLike, as_generator
-from ..limits import check_memory
+from ..limits import check_allow_large, check_memory
 from ..message import Message
 from .wavefront import Wavefront, noiseless_time, square_grid, wavefront_simulate
 
@@ -497,7 +497,8 @@ def sample_upgrade(runs: pd.DataFrame, fit: xr.Dataset, message_cost,
                    structure: SweepStructure = SweepStructure(), *,
                    compute_slowdown=(0.015, 0.045), extra_latency=(3e-6, 5e-6),
                    intra_node_fraction=(0.0, 1.0), cores_per_node: int = 2,
-                   samples: int = 200, rng: RngLike = None) -> xr.Dataset:
+                   samples: int = 200, rng: RngLike = None,
+                   allow_large: bool = False) -> xr.Dataset:
     """Monte Carlo of run times before and after an OS change (seed 002, §3.3–3.4).
 
     Each draw takes the fitted log costs from their covariance, the old OS's real cost
@@ -533,6 +534,9 @@ def sample_upgrade(runs: pd.DataFrame, fit: xr.Dataset, message_cost,
         Monte Carlo draws. [-]
     rng : int or numpy.random.Generator, optional
         Seed of the draws.
+    allow_large : bool
+        Draw even when the draws (about 48 B per sample and run) exceed half of the
+        available memory (else :class:`jitterlab.limits.ResourceLimitError`).
 
     Returns
     -------
@@ -559,7 +563,8 @@ def sample_upgrade(runs: pd.DataFrame, fit: xr.Dataset, message_cost,
     cores_per_node = check_integer("cores_per_node", cores_per_node, 1)
     samples = check_integer("samples", samples, 2)
     check_memory(6.0 * 8.0 * samples * len(runs), lambda: f"sample_upgrade with samples="
-                 f"{samples} and {len(runs)} runs", "fewer samples")
+                 f"{samples} and {len(runs)} runs", "fewer samples",
+                 check_allow_large(allow_large))
     generator = as_generator(rng)
     centre = np.log([float(fit["cell_time"]), float(fit["latency"])])
     log_costs = generator.multivariate_normal(centre, _log_covariance(fit), size=samples)
