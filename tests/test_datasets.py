@@ -41,7 +41,7 @@ def test_columns_and_types(table):
     assert table["value"].dtype == np.float64
     assert table["quantity"].is_unique
     assert np.isfinite(table["value"]).all()
-    assert set(table["unit"]) <= {"s", "Hz", "flop/s", "count", "id", "-"}
+    assert set(table["unit"]) <= {"s", "Hz", "flop/s", "count", "id", "tau", "-"}
     assert table["source"].str.startswith("Garg & De 2006, §").all()
     assert (table["note"].str.len() > 0).all()
     assert table.attrs["path"].endswith("garg_de_2006.csv")
@@ -68,6 +68,13 @@ def test_latency_term_agrees_with_theorem1(values):
     ds = jl.theorem1_bounds(jl.noise.Exponential(mean=20e-6) + 300e-6, n=n,
                             tau=values["one_way_latency"])
     assert float(ds["round_trip"][0]) == pytest.approx(values["latency_term_32_nodes"], rel=1e-12)
+
+
+def test_fig2_arrival_offsets_are_the_trees(values):
+    """a_i of §2.1 (in units of τ) are the depths jl.arrival_offsets gives the 7-process tree."""
+    printed = [values[f"fig2_arrival_offset_{i}"] for i in range(1, 8)]
+    assert printed == [0, 2, 1, 2, 2, 1, 2]
+    assert sorted(jl.arrival_offsets(7, tau=1.0)) == sorted(printed)
 
 
 def test_provenance_record_matches_the_table(table):
