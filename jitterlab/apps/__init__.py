@@ -5,10 +5,21 @@ the pipeline model :func:`wavefront_predict` and the block-by-block simulation
 :func:`wavefront_simulate` (Monte Carlo from a noise law, or trace-driven), and its
 noiseless total alone, :func:`noiseless_time`.
 :class:`TimeWarp` is an optimistic discrete-event simulation (ROSS, seed 004) as GVT
-epochs closed by all-reduces (:func:`timewarp_predict`).
+epochs closed by all-reduces (:func:`timewarp_predict`), calibrated on a declared subset of
+ROSS runs by :func:`calibrate_timewarp` for a :class:`Workload` (another workload is refused
+with :class:`WorkloadMismatchError`, or warned about with :class:`WorkloadWarning` when
+extrapolating on purpose).
 """
 
-from .timewarp import TimeWarp, timewarp_predict
+from .timewarp import (
+    TimeWarp,
+    TimeWarpCalibration,
+    Workload,
+    WorkloadMismatchError,
+    WorkloadWarning,
+    calibrate_timewarp,
+    timewarp_predict,
+)
 from .wavefront import (
     SWEEP_ORDERS,
     Wavefront,
@@ -19,4 +30,5 @@ from .wavefront import (
 )
 
 __all__ = ["Wavefront", "wavefront_predict", "wavefront_simulate", "noiseless_time",
-           "square_grid", "SWEEP_ORDERS", "TimeWarp", "timewarp_predict"]
+           "square_grid", "SWEEP_ORDERS", "TimeWarp", "timewarp_predict", "calibrate_timewarp",
+           "TimeWarpCalibration", "Workload", "WorkloadMismatchError", "WorkloadWarning"]
