@@ -250,6 +250,11 @@ class Reference(_Quantity):
 # --------------------------------------------------------------------------------------
 # criteria
 # --------------------------------------------------------------------------------------
+def _check_level(level, owner: str) -> None:
+    if not 0.0 < float(level) < 1.0:
+        raise ValueError(f"{owner}: level must lie strictly between 0 and 1, got {level}")
+
+
 def _need_interval(quantity: _Quantity, who: str, criterion: str) -> None:
     if not quantity.has_interval:
         raise ValueError(f"{criterion}: the {who} needs an uncertainty (low/high, "
@@ -273,9 +278,7 @@ class InInterval:
     level: float = 0.95
 
     def __post_init__(self):
-        if not 0.0 < float(self.level) < 1.0:
-            raise ValueError(f"InInterval: level must lie strictly between 0 and 1, "
-                             f"got {self.level}")
+        _check_level(self.level, "InInterval")
 
     def describe(self) -> str:
         return f"reference in the prediction's {100 * self.level:g} % interval"
@@ -307,9 +310,7 @@ class Consistent:
     level: float = 0.95
 
     def __post_init__(self):
-        if not 0.0 < float(self.level) < 1.0:
-            raise ValueError(f"Consistent: level must lie strictly between 0 and 1, "
-                             f"got {self.level}")
+        _check_level(self.level, "Consistent")
 
     def describe(self) -> str:
         return f"difference within the {100 * self.level:g} % band of the combined errors"

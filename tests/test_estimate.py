@@ -409,17 +409,22 @@ def test_against_simulation_reports_the_truth_and_both_views():
     assert ideal["barrier"] == "wait for the slowest" and np.isnan(ideal["opaque_error"])
 
 
-def test_split_noise_by_the_interruptions_behind_it():
-    trace = random_events(5, n_ranks=3, steps=12, sources=("combined",))
+def two_interruptions_per_noisy_interval(trace, sources):
+    """Every noisy interval of ``trace`` met two interruptions, 30 % and 70 % of its noise,
+    from ``sources[0]`` and ``sources[1]``."""
     data = trace.data
     noisy = np.flatnonzero(trace.noise("combined") > 0)
-    # every noisy interval met two interruptions: 30 % "tick", 70 % "other stuff"
     noise = trace.noise("combined")[noisy]
-    interruptions = pd.DataFrame({
+    return pd.DataFrame({
         "rank": np.repeat(data["rank"].to_numpy()[noisy], 2),
         "seq": np.repeat(data["seq"].to_numpy()[noisy], 2),
         "duration": np.column_stack([0.3 * noise, 0.7 * noise]).ravel(),
-        "source": np.tile(["tick", "other stuff"], noisy.size)})
+        "source": np.tile(list(sources), noisy.size)})
+
+
+def test_split_noise_by_the_interruptions_behind_it():
+    trace = random_events(5, n_ranks=3, steps=12, sources=("combined",))
+    interruptions = two_interruptions_per_noisy_interval(trace, ["tick", "other stuff"])
     split = jl.estimate.split_noise(trace, interruptions)
     assert split.sources == ["combined", "other_stuff", "tick"]
     np.testing.assert_allclose(split.noise("tick"), 0.3 * trace.noise("combined"), atol=1e-12)
@@ -440,18 +445,11 @@ def test_split_noise_by_the_interruptions_behind_it():
 
 def test_split_noise_refuses_what_it_would_misread():
     trace = random_events(5, n_ranks=3, steps=12, sources=("combined",))
-    data = trace.data
-    noisy = np.flatnonzero(trace.noise("combined") > 0)
-    noise = trace.noise("combined")[noisy]
-    interruptions = pd.DataFrame({
-        "rank": np.repeat(data["rank"].to_numpy()[noisy], 2),
-        "seq": np.repeat(data["seq"].to_numpy()[noisy], 2),
-        "duration": np.column_stack([0.3 * noise, 0.7 * noise]).ravel(),
-        "source": np.tile(["a b", "a_b"], noisy.size)})
+    interruptions = two_interruptions_per_noisy_interval(trace, ["a b", "a_b"])
     # "a b" and "a_b" would both become noise_a_b and be merged into one source
     with pytest.raises(ValueError, match="would share the column noise_a_b"):
         jl.estimate.split_noise(trace, interruptions)
-    named = interruptions.assign(source=np.tile(["tick", "other"], noisy.size))
+    named = two_interruptions_per_noisy_interval(trace, ["tick", "other"])
     # a fractional interval number used to be truncated to the interval before it
     with pytest.raises(ValueError, match="seq must be a whole number, got 1.5"):
         jl.estimate.split_noise(trace, named.assign(seq=named["seq"].astype(float).where(
