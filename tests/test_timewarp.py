@@ -44,7 +44,11 @@ def test_longer_gvt_intervals_amortise_the_all_reduces():
 def test_bounds_from_a_law_hold_the_trace_driven_rate(collective):
     # Theorem 1's argument needs noiseless messages; a send or receive of no CPU time
     # meets no jitter (even one that starts inside a detour does not wait it out), so with
-    # only wire time the bounds must hold for the trace-driven epochs
+    # only wire time the upper bound must hold for the trace-driven epochs. The lower bound
+    # is one of independent draws (max-of-N); here 256 tasks share the 40 detours of one
+    # short trace, so their windows overlap and the slowest is less often hit than among
+    # independent draws (coverage, notebook 05 section (b)): the trace-driven mean may fall
+    # below it (here by about 8 µs of 642 µs)
     draw = np.random.default_rng(3)
     trace = jl.Trace(jitter=[50e-6] * 40, gap=list(draw.uniform(2e-3, 6e-3, 40)))
     cheap = jl.Message(latency=5e-6)
@@ -56,8 +60,7 @@ def test_bounds_from_a_law_hold_the_trace_driven_rate(collective):
                                             rng=seed)["epoch_time_noisy"][0])
                      for seed in range(6)])
     se = runs.std(ddof=1) / np.sqrt(runs.size)
-    assert float(bounds["epoch_time_lower"][0]) - 4 * se <= runs.mean() <= \
-        float(bounds["epoch_time_upper"][0]) + 4 * se
+    assert runs.mean() <= float(bounds["epoch_time_upper"][0]) + 4 * se
     assert float(bounds["event_rate_lower"][0]) <= float(bounds["event_rate"][0])
 
 
@@ -202,3 +205,20 @@ def test_bad_rollback_terms_name_the_argument():
         TimeWarp(event_cost=1e-6, rollback_exponent=float("nan"))
     with pytest.raises(TypeError, match="workload"):
         TimeWarp(event_cost=1e-6, workload=(1024, 10))
+
+
+@pytest.mark.parametrize("collective", ["tree", "dissemination", "recursive_doubling"])
+@pytest.mark.parametrize("noise", [jl.noise.Exponential(mean=20e-6),
+                                   jl.noise.Bernoulli(p=0.01, duration=2e-3)],
+                         ids=["exponential", "bernoulli"])
+def test_noise_cannot_speed_a_run_up(collective, noise):
+    # issue #19: the upper bound on the rate was x1.57 the noiseless rate at N = 1024 (tree)
+    # and the lower bound on the epoch x0.64 the noiseless epoch: it left out the all-reduce
+    model = jl.apps.TimeWarp(event_cost=5e-6, collective=collective,
+                             message=jl.Message(send=1e-6, recv=1e-6, latency=3e-6))
+    ds = jl.apps.timewarp_predict(model, n=[1, 2, 64, 1024, 16384], noise=noise)
+    assert (ds["epoch_time_lower"] >= ds["epoch_time"]).all()
+    assert (ds["epoch_time_upper"] >= ds["epoch_time_lower"]).all()
+    assert (ds["event_rate_upper"] <= ds["event_rate"]).all()
+    assert (ds["event_rate_lower"] <= ds["event_rate_upper"]).all()
+

@@ -264,7 +264,11 @@ def timewarp_predict(model: TimeWarp, n, noise=None, phases: int = 50,
     rolled-back events per committed one), so the rate is N · that / E[θ];
     ``parallel_efficiency`` compares with one PE, which rolls nothing back. The bounds
     from a law assume, like Theorem 1, that the all-reduces' own sends and receives meet
-    no noise; the trace-driven epochs include that noise too.
+    no noise; the trace-driven epochs include that noise too. The lower bound on E[θ] is
+    E[max_i(w + δ_i)] plus what must follow the last PE's entry (every round of a round
+    collective, the broadcast down a tree: depth × one-way message), and never below the
+    noiseless epoch: noise cannot speed a run up, so ``event_rate_upper`` never exceeds
+    the noiseless ``event_rate``.
 
     Examples
     --------
@@ -297,7 +301,13 @@ def timewarp_predict(model: TimeWarp, n, noise=None, phases: int = 50,
         attrs["extrapolated"] = extrapolated
     if isinstance(noise, NoiseModel):
         bounds = theorem1_bounds(noise + work, n=counts, barrier=barrier)
-        lower, upper = bounds["lower"].to_numpy(), bounds["upper"].to_numpy()
+        upper = bounds["upper"].to_numpy()
+        # after the last PE enters, its contribution still has to reach every PE: all the
+        # rounds of a round collective, at least the broadcast down a tree; and noise can
+        # only delay, so the noiseless epoch is a lower bound too
+        after_last = collective if not isinstance(barrier, TreeBarrier) else (
+            bounds["depth"].to_numpy() * barrier.message.one_way)
+        lower = np.maximum(bounds["lower"].to_numpy() + after_last, epoch)
         data.update({
             "epoch_time_lower": ("n", lower, {"units": "s"}),
             "epoch_time_upper": ("n", upper, {"units": "s"}),
