@@ -377,14 +377,17 @@ def read_detour(path) -> Trace:
     -------
     Trace
         As returned by :func:`detour`, built from every complete chunk; an unreadable
-        last chunk and leftover temporary files are ignored. ``attrs["complete"]`` is
-        False for a run that did not finish (killed or interrupted).
+        last chunk and leftover temporary files are ignored. A missing or unreadable chunk
+        in the middle ends what is read: the chunks before it are returned, with a
+        ``DamagedStoreWarning`` (:mod:`jitterlab.bench._chunks`) naming it and the files
+        after it. ``attrs["complete"]`` is False for a run that did not finish (killed or
+        interrupted).
 
     Raises
     ------
     ValueError
-        If ``path`` is not a detour chunk store, holds no complete chunk, or a chunk
-        other than the last is damaged.
+        If ``path`` is not a detour chunk store, or holds no complete chunk before the
+        first damaged one.
     """
     path = Path(path)
     metadata, chunks = _chunks.read_store(path, kind=KIND)
