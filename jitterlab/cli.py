@@ -72,6 +72,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     _add_measure_parsers(commands)
     _add_info_parser(commands)
+    _add_stationarity_parser(commands)
     _add_docs_parser(commands)
     return parser
 
@@ -931,6 +932,36 @@ def _print_pb_info(path: Path, dataset) -> None:
 def _print_latency_info(path: Path, dataset) -> None:
     _print_latency_summary(path, dataset)
     _print_attrs(dataset.attrs)
+
+
+# --------------------------------------------------------------------------------------
+# jitterlab stationarity [FILE ...]
+# --------------------------------------------------------------------------------------
+def _add_stationarity_parser(commands) -> None:
+    check = commands.add_parser(
+        "stationarity",
+        help="test whether the shipped recordings' noise stays the same over each recording",
+        description="Run jl.characterize.stationarity on the recordings shipped in "
+        "data/measured/ (or the files named): detour rate and size per window, their "
+        "p-values, change points and a verdict per recording; printed, or written as CSV.",
+    )
+    check.add_argument("files", nargs="*", metavar="FILE",
+                       help="files of data/measured/ (default: every one)")
+    check.add_argument("-o", "--output", metavar="CSV", type=Path, default=None,
+                       help="write the table here instead of printing it")
+    check.set_defaults(run=_stationarity, parser=check)
+
+
+def _stationarity(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from .stationarity import report_recordings
+
+    if args.output is not None and args.output.exists():
+        parser.error(f"{args.output} exists; remove it first (nothing is overwritten)")
+    try:
+        report_recordings(args.files or None, args.output)
+    except (KeyError, FileNotFoundError, ValueError) as exc:
+        parser.error(str(exc))
+    return 0
 
 
 # --------------------------------------------------------------------------------------

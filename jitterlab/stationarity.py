@@ -841,13 +841,19 @@ def main(argv=None) -> int:
     parser.add_argument("files", nargs="*", help="files of data/measured/ (default: all)")
     parser.add_argument("--output", "-o", help="write the table as CSV here")
     args = parser.parse_args(argv)
-    table = check_recordings(args.files or None)
-    if args.output:
-        table.to_csv(args.output, index=False, float_format="%.6g")
+    report_recordings(args.files or None, args.output)
+    return 0
+
+
+def report_recordings(files=None, output=None) -> pd.DataFrame:
+    """:func:`check_recordings`, written as CSV to ``output`` or printed as a table."""
+    table = check_recordings(files)
+    if output:
+        table.to_csv(output, index=False, float_format="%.6g")
     else:
         with pd.option_context("display.width", 200, "display.max_columns", 20):
             print(table.drop(columns=["series"]).to_string(index=False))
-    return 0
+    return table
 
 
 if __name__ == "__main__":

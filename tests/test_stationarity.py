@@ -354,3 +354,19 @@ def test_round_robin_test_finds_a_slow_round():
     two = round_robin_test(round_robin_runs(rng, rounds=2, slow_round=1))
     assert two[1:] == (8, 2) and two[0] < 0.01  # Wilcoxon: 8 of 8 pairs in one direction
     assert math.isnan(round_robin_test(round_robin_runs(rng, configs=2))[0])
+
+
+def test_the_command_line_checks_named_recordings(tmp_path, capsys):
+    from jitterlab.cli import main
+
+    out = tmp_path / "check.csv"
+    assert main(["stationarity", "fwq_cpu1_w300us.nc", "-o", str(out)]) == 0
+    table = pd.read_csv(out)
+    assert list(table["file"]) == ["fwq_cpu1_w300us.nc"]
+    assert table["verdict"].iat[0].startswith(("stationary", "not stationary"))
+    with pytest.raises(SystemExit):
+        main(["stationarity", "fwq_cpu1_w300us.nc", "-o", str(out)])  # nothing overwritten
+    assert "exists" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["stationarity", "nope.nc"])
+    assert "'nope.nc' is not a shipped recording" in capsys.readouterr().err
