@@ -86,6 +86,12 @@ def draws_figures(path: Path) -> bool:
     return bool(re.search(r"plt\.show\(|\.explore\(", "\n".join(_code_cells(path))))
 
 
+def hides_code(path: Path) -> bool:
+    """True for a notebook with a collapsed code cell (``source_hidden``, as its solutions)."""
+    return any(cell.get("metadata", {}).get("jupyter", {}).get("source_hidden")
+               for cell in json.loads(path.read_text())["cells"] if cell["cell_type"] == "code")
+
+
 def uses_explorer(path: Path) -> bool:
     return ".explore(" in "\n".join(_code_cells(path))
 
@@ -266,9 +272,20 @@ def _finished(run: Run) -> bool:
     return time.monotonic() - run.idle_since >= 2.0
 
 
+def _expand_all_code(page) -> None:
+    """View > Expand All Code: a collapsed input (the notebooks' "# Solution" cells) hides
+    its execution prompt, so the prompts are read with every input shown."""
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^View$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Expand All Code$")).click()
+    page.wait_for_timeout(500)
+
+
 def _check(run: Run) -> None:
     page = run.page
     page.wait_for_timeout(1000)  # late widget views and image decoding
+    if hides_code(run.path):
+        _expand_all_code(page)
+        run.state = page.evaluate(_STATE_JS) or run.state
     checks = page.evaluate(_CHECK_JS)
     run.checks = checks
     not_run = [i + 1 for i, p in enumerate(run.state.get("prompts", []))
@@ -455,9 +472,10 @@ def test_notebook_runs_in_jupyterlab(notebook_runs, path):
 
 
 def test_the_checks_catch_what_they_look_for(chromium, tmp_path, monkeypatch):
-    """A small notebook with a widget, both kinds of progress bar, a warning, an error and a
-    cell after it: the widgets and bars are counted, the warning passes, the error and the
-    cell that Run All never reached are reported."""
+    """A small notebook with a widget, both kinds of progress bar, a warning (in a collapsed
+    cell), an error and a cell after it: the widgets and bars are counted, the warning passes,
+    the collapsed cell counts as run, the error and the cell that Run All never reached are
+    reported."""
     import nbformat
 
     notebook = nbformat.v4.new_notebook(metadata={"kernelspec": {
@@ -470,6 +488,7 @@ def test_the_checks_catch_what_they_look_for(chromium, tmp_path, monkeypatch):
         "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()",
         "1 / 0",
         "print('never reached')")]
+    notebook.cells[2].metadata["jupyter"] = {"source_hidden": True}  # as a "# Solution" cell
     repository = tmp_path / "repository"
     (repository / "notebooks").mkdir(parents=True)
     path = repository / "notebooks" / "small.ipynb"
