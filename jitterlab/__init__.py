@@ -9,7 +9,9 @@ from importlib.metadata import PackageNotFoundError, version
 
 from . import (
     apps,
+    attribution,
     bench,
+    causes,
     characterize,
     correlated,
     counters,
@@ -20,6 +22,7 @@ from . import (
     synthetic,
     validate,
 )
+from .attribution import attribute_detours
 from .bounds import arrival_offsets, barrier_time, theorem1_bounds, tree_depth
 from .collectives import Dissemination, RecursiveDoubling
 from .events import EventTrace, read_events, write_events
@@ -41,7 +44,7 @@ __all__ = [
     "noise", "max_of_n", "theorem1_bounds", "tree_depth", "arrival_offsets", "barrier_time",
     "Trace", "read_trace", "synthetic_trace", "coscheduled_trace", "jitsim_trace",
     "jitsim_coscheduled_trace", "simulate", "TreeBarrier", "Dissemination", "RecursiveDoubling",
-    "io", "synthetic", "bench", "characterize", "validate", "datasets", "__version__",
+    "io", "synthetic", "bench", "causes", "characterize", "validate", "datasets", "__version__",
     "correlated", "counters", "Message", "apps", "estimate", "EventTrace", "read_events",
-    "write_events", "sweep", "explore",
+    "write_events", "sweep", "explore", "attribution", "attribute_detours",
 ]
