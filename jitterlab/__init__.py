@@ -48,3 +48,7 @@ __all__ = [
     "correlated", "counters", "Message", "apps", "estimate", "EventTrace", "read_events",
     "write_events", "sweep", "explore", "attribution", "attribute_detours",
 ]
+
+from .schedules import Schedule, read_goal  # noqa: E402  (GOAL schedules, issue #23)
+
+__all__ += ["Schedule", "read_goal"]
