@@ -44,7 +44,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["attribute_detours", "cause_summary", "INVISIBLE", "KINDS", "COLUMNS"]
+__all__ = ["attribute_detours", "attribute_recording", "cause_summary", "INVISIBLE", "KINDS",
+           "COLUMNS"]
 
 #: the cause of detour time that no guest kernel event covers
 INVISIBLE = "not visible to the guest"
@@ -356,6 +357,41 @@ def attribute_detours(detour_starts, detour_lengths, events: pd.DataFrame, *, ts
                                      if without.any() else 0.0),
         uncovered_in_guest_detours=float(uncovered[~without].sum() / tsc_hz),
     )
+    return table
+
+
+def attribute_recording(path) -> pd.DataFrame:
+    """The causes of every detour of a run recorded with kernel events.
+
+    Parameters
+    ----------
+    path : path-like
+        The chunk store of ``jitterlab measure detour --kernel-events`` or of
+        :func:`jitterlab.bench.detour` with ``kernel_events=True`` (also an interrupted or
+        killed run: every stored chunk is used).
+
+    Returns
+    -------
+    pandas.DataFrame
+        As :func:`attribute_detours`, with ``start`` measured from the run's first counter
+        read, ``duration`` from there to its last, the measured thread, CPU, trace clock,
+        lost events and steal time of the recording, and ``source`` (the store's name).
+    """
+    from .bench.detour import detour_table, read_kernel_events
+
+    detours = detour_table(path)
+    events = read_kernel_events(path)
+    events = events[events["cpu"] == detours.attrs["cpu"]].reset_index(drop=True)
+    table = attribute_detours(
+        detours["tsc_start"].to_numpy(), detours["tsc_length"].to_numpy(), events,
+        tsc_hz=detours.attrs["tsc_hz"], measured_pid=detours.attrs["measured_tid"],
+        origin=detours.attrs["tsc_origin"], end=detours.attrs["tsc_end"],
+        cpu=detours.attrs["cpu"], clock=events.attrs["clock"],
+        lost_events=events.attrs["lost_events"], steal_time=events.attrs["steal_time"])
+    table.attrs.update(source=events.attrs["source"],
+                       measured_duration=float(sum(last - first for first, last
+                                                   in detours.attrs["spans"])
+                                               / detours.attrs["tsc_hz"]))
     return table
 
 

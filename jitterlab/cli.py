@@ -207,6 +207,11 @@ def _add_measure_detour(benchmarks) -> None:
                      help="store the events every S seconds (default: 1)")
     det.add_argument("--keep-chunks", action="store_true",
                      help="keep FILE.detour/ after writing FILE")
+    det.add_argument("--kernel-events", action="store_true",
+                     help="also record the kernel events of the CPU (timer interrupt, device "
+                     "interrupts, softirqs, context switches, hrtimers) in a private tracefs "
+                     "instance, stored in FILE.detour/ beside the detours (kept), and print "
+                     "what the detours were; needs root and tracefs (docs/kernel_events.md)")
     det.set_defaults(run=_measure_detour, parser=det)
 
 
@@ -516,7 +521,7 @@ def _suffix(path: Path) -> str:
 
 
 def _measure_detour(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from .bench import CycleCounterError, detour, read_detour
+    from .bench import CycleCounterError, TracefsError, detour, read_detour
     from .bench._chunks import is_store, remove_store
 
     output: Path = args.output
@@ -540,14 +545,17 @@ def _measure_detour(args: argparse.Namespace, parser: argparse.ArgumentParser) -
                          f"with 'jitterlab info {store}' or pass --force to overwrite it")
     threshold = None if args.threshold is None else args.threshold / 1e9
     _configure_logging(False)
+    if args.kernel_events:
+        _show_tracefs_warnings()
     interrupted = False
     try:
         trace = detour(args.duration, cpu=args.cpu, threshold=threshold, output=store,
                        chunk_seconds=args.chunk_seconds, progress=not args.no_progress,
-                       overwrite=args.force, command=_command_line(args))
+                       overwrite=args.force, command=_command_line(args),
+                       kernel_events=args.kernel_events)
     except ValueError as exc:
         parser.error(str(exc))
-    except (CycleCounterError, FileExistsError) as exc:
+    except (CycleCounterError, FileExistsError, TracefsError) as exc:
         return _error(parser, str(exc))
     except KeyboardInterrupt:
         interrupted = True
@@ -557,14 +565,48 @@ def _measure_detour(args: argparse.Namespace, parser: argparse.ArgumentParser) -
             return _error(parser, f"interrupted; nothing to save ({exc})", 130)
     if final is not None:
         getattr(trace, _TRACE_WRITERS[_suffix(final)])(final)
-        if not (args.keep_chunks or interrupted):
+        if not (args.keep_chunks or interrupted or args.kernel_events):
             remove_store(store)
     _print_detour_summary(trace, final or store)
+    if args.kernel_events:
+        _print_attribution(store)
     if interrupted:
         print(f"Interrupted after {trace.attrs['measured_duration']:.3g} s; the chunks "
               f"stay in {store}", file=sys.stderr)
         return 130
     return 0
+
+
+def _show_tracefs_warnings() -> None:
+    """Print the tracefs module's warnings (a stale instance removed, events lost)."""
+    log = logging.getLogger("jitterlab.bench.tracefs")
+    if not any(isinstance(handler, logging.StreamHandler) for handler in log.handlers):
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        handler.setLevel(logging.WARNING)
+        log.addHandler(handler)
+
+
+def _print_attribution(store: Path) -> None:
+    """What the detours were: time per kind of cause, and the part the guest cannot see."""
+    from .attribution import attribute_recording, cause_summary
+
+    table = attribute_recording(store)
+    attrs = table.attrs
+    summary = cause_summary(table)
+    print(f"kernel events in {store} (trace clock {attrs['clock']}, "
+          f"{attrs['lost_events']} lost; attribute with "
+          f"jitterlab.attribution.attribute_recording('{store}')):")
+    for row in summary.head(8).itertuples():
+        print(f"  {row.share:7.2%}  {_seconds(row.time):>9}  in {row.detours:6d} detours  "
+              f"{row.cause}")
+    if len(summary) > 8:
+        print(f"  ... {len(summary) - 8} more causes")
+    steal = attrs["steal_time"]
+    print(f"not visible to the guest: {attrs['detours_without_guest_event']} detours with "
+          f"no guest event ({attrs['rate_without_guest_event']:.4g}/s, largest "
+          f"{_seconds(attrs['largest_without_guest_event'])}); steal time "
+          + ("not reported by /proc/stat" if steal is None else _seconds(steal)))
 
 
 def _print_detour_summary(trace, path: Path) -> None:

@@ -390,3 +390,59 @@ def test_a_row_is_not_appended_to_a_csv_cut_short_or_with_other_columns(tmp_path
     with pytest.raises(ValueError, match=r"runs.csv line 1: the columns \['a', 'b'\] are not "
                        r"\['a', 'c'\]"):
         _chunks.append_csv_row(path, {"a": 7, "c": 8.5}, ["a", "c"])
+
+
+# --------------------------------------------------------------------------------------
+# absolute counter starts of the detours (issue #22)
+# --------------------------------------------------------------------------------------
+@needs_tsc
+def test_detour_table_keeps_the_absolute_counter_start_of_every_detour(tmp_path):
+    output = tmp_path / "run.detour"
+    trace = jl.bench.detour(0.3, cpu=CPU, threshold=300e-9, output=output,
+                            chunk_seconds=0.1, progress=False)
+    table = jl.bench.detour_table(output)
+    assert list(table.columns) == ["tsc_start", "tsc_length", "start", "length"]
+    assert table["tsc_start"].dtype == np.int64
+    assert table.attrs["tsc_origin"] == trace.attrs["tsc_origin"]
+    spans = np.array(table.attrs["spans"])
+    assert spans.shape == (3, 2) and table.attrs["tsc_end"] == spans[-1, 1]
+    # each detour lies in the span of a chunk, and its length is the trace's row
+    inside = ((table["tsc_start"].to_numpy()[:, None] >= spans[:, 0])
+              & (table["tsc_start"].to_numpy()[:, None] + table["tsc_length"].to_numpy()[:, None]
+                 <= spans[:, 1]))
+    assert inside.any(axis=1).all()
+    np.testing.assert_array_equal(table["tsc_length"].to_numpy(), trace.jitter)
+    # relative rows: the trace's gaps are the absolute starts' differences within a chunk
+    same_chunk = np.searchsorted(spans[:, 0], table["tsc_start"], side="right")
+    following = np.flatnonzero(np.diff(same_chunk) == 0)
+    np.testing.assert_array_equal(
+        np.diff(table["tsc_start"].to_numpy())[following],
+        (trace.jitter + trace.gap)[following])
+    assert table["start"].iloc[0] == pytest.approx(
+        (table["tsc_start"].iloc[0] - table.attrs["tsc_origin"]) / trace.frequency_hz)
+
+
+def test_detour_table_reads_a_store_written_before_it_existed(tmp_path):
+    """A run stored by an earlier jitterlab (no tsc_origin, no kernel events): the absolute
+    starts were in its chunks already."""
+    store = tmp_path / "old.detour"
+    writer = _chunks.ChunkWriter(store, {"frequency_hz": 1e9, "unit": "cycles", "cpu": 1,
+                                         "source": "jitterlab.bench.detour"}, kind="detour")
+    writer.append(start=np.array([1_000_100, 1_000_500]), duration=np.array([50, 70]),
+                  span=np.array([1_000_000, 1_001_000]), iterations=np.int64(90))
+    writer.append(start=np.array([1_002_000]), duration=np.array([30]),
+                  span=np.array([1_001_900, 1_003_000]), iterations=np.int64(40))
+    writer.finish()
+    table = jl.bench.detour_table(store)
+    assert table["tsc_start"].tolist() == [1_000_100, 1_000_500, 1_002_000]
+    assert table["start"].tolist() == pytest.approx([100e-9, 500e-9, 2000e-9])
+    assert table["length"].tolist() == pytest.approx([50e-9, 70e-9, 30e-9])
+    assert table.attrs["tsc_origin"] == 1_000_000 and table.attrs["tsc_end"] == 1_003_000
+    assert jl.bench.read_detour(store).attrs["tsc_origin"] == 1_000_000
+    with pytest.raises(ValueError, match="recorded no kernel events"):
+        jl.bench.read_kernel_events(store)
+
+
+def test_kernel_events_need_a_store():
+    with pytest.raises(ValueError, match="kernel_events needs output"):
+        jl.bench.detour(0.1, cpu=CPU, kernel_events=True, progress=False)

@@ -3,13 +3,21 @@ writable) and on a fake tracefs tree for the error paths."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import os
+import platform
+import signal
 import subprocess
+import sys
 import time
 
+import numpy as np
 import pytest
 
+import jitterlab as jl
+from jitterlab.attribution import attribute_recording
 from jitterlab.bench import tracefs
 from jitterlab.bench.tracefs import (
     EventNotAvailableError,
@@ -24,10 +32,28 @@ from jitterlab.bench.tracefs import (
 from jitterlab.io import LostEventsWarning, read_ftrace
 
 REAL = tracefs.TRACEFS_ROOTS[0]
-REAL_WRITABLE = (os.geteuid() == 0 and (REAL / "instances").is_dir()
-                 and os.access(REAL / "instances", os.W_OK))
+
+
+def tracefs_ready() -> bool:
+    """Root and tracefs writable; as root, tracefs is mounted when it is not (a fresh CI
+    machine has it in the kernel but unmounted)."""
+    if os.geteuid() != 0:
+        return False
+    with contextlib.suppress(tracefs.TracefsError):
+        tracefs.mount_tracefs()
+    return (REAL / "instances").is_dir() and os.access(REAL / "instances", os.W_OK)
+
+
+REAL_WRITABLE = tracefs_ready()
 real = pytest.mark.skipif(not REAL_WRITABLE, reason=f"needs root and tracefs mounted at "
-                          f"{REAL} (mount -t tracefs nodev {REAL})")
+                          f"{REAL} (mount -t tracefs nodev {REAL}), or root to mount it")
+X86 = platform.machine().lower() in {"x86_64", "amd64", "i686", "i386", "x86"}
+real_detour = pytest.mark.skipif(not (REAL_WRITABLE and X86 and os.cpu_count() >= 2),
+                                 reason="needs root, tracefs and an x86 CPU with 2 CPUs")
+#: the measured CPU of the live detour runs
+CPU = max(os.sched_getaffinity(0))
+#: run the command line in a child process
+CLI = [sys.executable, "-c", "import sys; from jitterlab.cli import main; sys.exit(main())"]
 
 
 def dead_pid() -> int:
@@ -204,3 +230,118 @@ def test_real_lost_events_counted_and_logged(caplog):
     with pytest.warns(LostEventsWarning, match="events overwritten"):
         recorded = read_ftrace(text)
     assert recorded.attrs["overwritten"] == instance.lost["overrun"]
+
+
+# --------------------------------------------------------------------------------------
+# detour runs with kernel events (jitterlab measure detour --kernel-events)
+# --------------------------------------------------------------------------------------
+detour_module = sys.modules["jitterlab.bench.detour"]
+
+
+def instances() -> list[str]:
+    return sorted(path.name for path in (REAL / "instances").iterdir()
+                  if path.name.startswith("jitterlab-"))
+
+
+@real_detour
+def test_real_detour_records_kernel_events_beside_the_detours(tmp_path):
+    store = tmp_path / "run.detour"
+    trace = jl.bench.detour(0.6, cpu=CPU, output=store, chunk_seconds=0.2, progress=False,
+                            kernel_events=True)
+    assert f"jitterlab-{os.getpid()}" not in instances()  # removed at the end
+    attrs = trace.attrs
+    assert attrs["trace_clock"] == "x86-tsc" and attrs["kernel_events_lost"] == {
+        "overrun": 0, "commit overrun": 0, "dropped events": 0}
+    events = jl.bench.read_kernel_events(store)
+    assert events.attrs["clock_mapping"].startswith("identity")
+    assert events.attrs["sync_marks"] == attrs["chunks"] == 3
+    assert events.attrs["lost_events"] == 0 and set(events["cpu"]) == {CPU}
+    ticks = events["ticks"].to_numpy(dtype=np.int64)
+    table = jl.bench.detour_table(store)
+    # recording starts before the first chunk and ends after the last chunk's sync mark
+    assert ticks.min() <= table.attrs["tsc_origin"] and table.attrs["tsc_end"] < ticks.max()
+    # the loop on a busy CPU meets the tick: CONFIG_HZ of 100 to 1000 gives >= 30 in 0.6 s
+    assert (events["event"] == "local_timer_entry").sum() >= 30
+    attribution = attribute_recording(store)
+    sums = attribution.groupby("detour")["time"].sum()
+    np.testing.assert_allclose(sums.to_numpy(), table["length"].to_numpy()[sums.index],
+                               rtol=1e-9)
+    assert attribution["detour"].nunique() == len(table)
+    assert attribution.attrs["measured_pid"] == attrs["measured_tid"]
+    assert "timer interrupt" in set(attribution["cause"])
+
+
+@real_detour
+def test_real_detour_with_another_trace_clock_is_mapped_by_the_sync_marks(tmp_path,
+                                                                           monkeypatch):
+    monkeypatch.setattr(detour_module, "trace_instance",
+                        functools.partial(tracefs.trace_instance, clock="mono"))
+    store = tmp_path / "mono.detour"
+    jl.bench.detour(0.6, cpu=CPU, output=store, chunk_seconds=0.1, progress=False,
+                    kernel_events=True)
+    events = jl.bench.read_kernel_events(store)
+    assert events.attrs["clock"] == "mono"
+    assert events.attrs["clock_mapping"].startswith("linear fit")
+    assert events.attrs["sync_marks"] == 6
+    # the counter runs at tsc_hz per second of the mono clock, within the marks' brackets
+    tsc_hz = jl.bench.detour_table(store).attrs["tsc_hz"]
+    assert events.attrs["clock_rate"] == pytest.approx(tsc_hz, rel=1e-3)
+    assert events.attrs["clock_residual_max_ticks"] < events.attrs["sync_bracket_max"] + 1000
+    attribution = attribute_recording(store)
+    assert "timer interrupt" in set(attribution["cause"])
+
+
+def test_kernel_events_without_root_is_a_named_error(monkeypatch, tmp_path):
+    if not X86:
+        pytest.skip("needs the x86 timestamp counter")
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(TracefsPermissionError, match="needs root"):
+        jl.bench.detour(0.1, cpu=CPU, output=tmp_path / "x.detour", progress=False,
+                        kernel_events=True)
+
+
+def start_cli(tmp_path, name: str, seconds: float) -> subprocess.Popen:
+    return subprocess.Popen(CLI + ["measure", "detour", "--duration", str(seconds), "--cpu",
+                                   str(CPU), "--output", str(tmp_path / name),
+                                   "--chunk-seconds", "0.2", "--no-progress",
+                                   "--kernel-events"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_chunks(store, count: int, process, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while len(list(store.glob("chunk-*.npz"))) < count:
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the run stored no chunk in time"
+        time.sleep(0.05)
+
+
+@real_detour
+def test_real_killed_run_keeps_its_events_and_the_next_run_removes_its_instance(tmp_path):
+    killed = start_cli(tmp_path, "killed.detour", 30)
+    wait_for_chunks(tmp_path / "killed.detour", 2, killed)
+    assert f"jitterlab-{killed.pid}" in instances()
+    killed.kill()  # SIGKILL: no clean-up possible
+    killed.communicate()
+    assert f"jitterlab-{killed.pid}" in instances()
+    events = jl.bench.read_kernel_events(tmp_path / "killed.detour")
+    assert events.attrs["sync_marks"] >= 2 and len(events) > 0
+    assert attribute_recording(tmp_path / "killed.detour")["detour"].nunique() > 0
+    following = start_cli(tmp_path, "next.nc", 0.3)
+    out, err = following.communicate(timeout=120)
+    assert following.returncode == 0, err
+    assert f"removed the tracefs instance {REAL}/instances/jitterlab-{killed.pid}" in err
+    assert f"jitterlab-{killed.pid}" not in instances()
+    assert "not visible to the guest" in out and "timer interrupt" in out
+    assert (tmp_path / "next.nc.detour").is_dir()  # kept: it holds the events
+
+
+@real_detour
+def test_real_ctrl_c_removes_the_instance_and_keeps_the_chunks(tmp_path):
+    run = start_cli(tmp_path, "stopped.detour", 30)
+    wait_for_chunks(tmp_path / "stopped.detour", 1, run)
+    run.send_signal(signal.SIGINT)
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 130, err
+    assert f"jitterlab-{run.pid}" not in instances()
+    assert jl.bench.read_kernel_events(tmp_path / "stopped.detour").attrs["sync_marks"] >= 1

@@ -3,7 +3,9 @@
 * :func:`detour` — a busy loop over the timestamp counter that records every iteration
   longer than a threshold: a jitter trace (:class:`jitterlab.Trace`) in the manner of
   jitSim's TraceCollector and of ``sysjitter``; long runs are stored chunk by chunk and
-  read back with :func:`read_detour`, also after an interruption.
+  read back with :func:`read_detour`, also after an interruption; :func:`detour_table` gives
+  each detour's absolute counter start and :func:`read_kernel_events` the kernel events
+  recorded beside them (``kernel_events=True``).
 * :func:`fwq` — Fixed Work Quantum: times of a fixed quantum of work ``w + δ``
   (:class:`jitterlab.noise.Empirical`), the work being :func:`lcg_work`, the linear
   congruential generator of Garg & De's Parallel Benchmark; files via
@@ -28,7 +30,7 @@ The command line runs them as ``jitterlab measure detour``, ``jitterlab measure 
 
 from ._tsc import CycleCounterError, TscCalibration, TscWarning, calibrate_tsc, read_cycles
 from .bsp import bsp_benchmark, read_bsp, read_bsp_interruptions
-from .detour import detour, read_detour
+from .detour import detour, detour_table, read_detour, read_kernel_events
 from .fwq import fwq, lcg_work, read_fwq_samples, write_fwq_samples
 from .latency import latency_benchmark, read_latency, summarize_latency, write_latency
 from .pb import histogram_law, parallel_benchmark, read_pb, write_pb
@@ -40,4 +42,4 @@ __all__ = ["detour", "read_detour", "fwq", "lcg_work", "read_fwq_samples",
            "calibrate_tsc",
            "read_cycles", "TscCalibration", "CycleCounterError", "TscWarning"]
 __all__ += ["bsp_benchmark", "read_bsp", "read_bsp_interruptions"]
-__all__ += ["trace_instance", "TracefsError"]
+__all__ += ["trace_instance", "TracefsError", "detour_table", "read_kernel_events"]

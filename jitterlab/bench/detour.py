@@ -23,23 +23,29 @@ References
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
+import os
+import re
 import signal
 import threading
 from pathlib import Path
 
 import numba
 import numpy as np
+import pandas as pd
 from tqdm import tqdm
 
 from ..trace import Trace, absolute_to_rows
 from . import _chunks
 from ._machine import check_seconds, machine_attrs, pinned, resolve_cpu, utc_now
-from ._tsc import calibrate_tsc, check_cycle_counter, read_tsc, tsc_flags
+from ._tsc import calibrate_tsc, check_cycle_counter, read_cycles, read_tsc, tsc_flags
+from .tracefs import NOISE_EVENTS, trace_instance
 
-__all__ = ["detour", "read_detour", "probe_loop", "THRESHOLD_TMIN_FACTOR",
-           "THRESHOLD_MEDIAN_FACTOR", "SOURCE"]
+__all__ = ["detour", "read_detour", "detour_table", "read_kernel_events", "probe_loop",
+           "steal_ticks", "THRESHOLD_TMIN_FACTOR", "THRESHOLD_MEDIAN_FACTOR", "SOURCE",
+           "SYNC_MARK"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +61,14 @@ _PROBE_ITERATIONS = 1 << 18
 _BUFFER_EVENTS = 1 << 20
 #: keys of the chunk-store metadata that are not trace attributes
 _STORE_KEYS = ("format", "version", "kind", "frequency_hz", "unit")
+#: text of the ``trace_marker`` write after every chunk of a recording with kernel events:
+#: ``jitterlab_sync <chunk> <counter before the write>``; the chunk's ``sync`` array holds
+#: ``[chunk, counter before, counter after]``
+SYNC_MARK = "jitterlab_sync"
+_SYNC_LINE = re.compile(SYNC_MARK + r" (\d+) (\d+)\s*\Z")
+#: a recording whose trace clock is not the counter is mapped onto it by a straight line
+#: through the sync marks; a mark further than this from the line is refused [ticks]
+_SYNC_TOLERANCE_TICKS = 100_000
 
 
 @numba.njit(cache=True)
@@ -111,7 +125,8 @@ def _command(duration, cpu, threshold, chunk_seconds) -> str:
 
 def detour(duration: float, cpu: int | None = None, threshold: float | None = None,
            output=None, chunk_seconds: float = 1.0, progress: bool = True, *,
-           overwrite: bool = False, command: str | None = None) -> Trace:
+           overwrite: bool = False, command: str | None = None,
+           kernel_events=False) -> Trace:
     """Measure the detours of one CPU with a busy loop over the timestamp counter.
 
     Parameters
@@ -142,6 +157,18 @@ def detour(duration: float, cpu: int | None = None, threshold: float | None = No
         Replace an earlier run stored at ``output``.
     command : str, optional
         The command recorded in ``attrs["command"]`` (default: this call).
+    kernel_events : bool or sequence of str, default False
+        Also record the kernel events of the measured CPU (True: those of
+        :data:`jitterlab.bench.tracefs.NOISE_EVENTS`; or a sequence of ``"system:event"``)
+        in a private tracefs instance (:func:`jitterlab.bench.trace_instance`: trace clock
+        ``x86-tsc``, buffer sized for ``duration``, removed at the end, on Ctrl-C and on
+        error; one left by a killed run is removed with a warning). Needs ``output``: after
+        every chunk the events waiting in the instance are stored in the chunk beside its
+        detours, with a ``trace_marker`` sync mark (counter read before and after it; for a
+        trace clock other than the counter, the line through these marks maps event times
+        onto the counter) and the CPU's steal time from ``/proc/stat``. Read them with
+        :func:`read_kernel_events`; join them with the detours with
+        :func:`jitterlab.attribution.attribute_recording`.
 
     Returns
     -------
@@ -173,6 +200,9 @@ def detour(duration: float, cpu: int | None = None, threshold: float | None = No
         If ``output`` holds an earlier run and ``overwrite`` is False.
     jitterlab.bench.CycleCounterError
         On a machine without an x86 timestamp counter.
+    jitterlab.bench.TracefsError
+        With ``kernel_events``: not root, tracefs not mounted, or an event the kernel does
+        not offer (each named); never a silent run without the events.
     KeyboardInterrupt
         After Ctrl-C (SIGINT, when called from the main thread): the run stops at the end
         of the current chunk, stores it, and re-raises; ``output`` keeps every chunk.
@@ -202,6 +232,10 @@ def detour(duration: float, cpu: int | None = None, threshold: float | None = No
     if threshold is not None:
         threshold = check_seconds("threshold", threshold)
     cpu = resolve_cpu(cpu)
+    events = _kernel_event_names(kernel_events)
+    if events and output is None:
+        raise ValueError("kernel_events needs output: the events are stored in the chunk "
+                         "store beside the detours")
     if output is not None:
         _chunks.ChunkWriter.check_target(output, overwrite)
     check_cycle_counter()
@@ -212,7 +246,10 @@ def detour(duration: float, cpu: int | None = None, threshold: float | None = No
                disable=not progress, leave=True,
                bar_format="{l_bar}{bar}| {n:.1f}/{total:.1f} s [{elapsed}<{remaining}]"
                           "{postfix}")
-    with bar, _DeferredInterrupt() as interrupt, pinned(cpu):
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(bar)
+        interrupt = stack.enter_context(_DeferredInterrupt())
+        stack.enter_context(pinned(cpu))
         calibration = calibrate_tsc()
         frequency = calibration.frequency_hz
         loop_times = probe_loop()
@@ -242,12 +279,23 @@ def detour(duration: float, cpu: int | None = None, threshold: float | None = No
         if tsc_flags()["constant_tsc"] is False:
             logger.warning("/proc/cpuinfo does not list constant_tsc: the timestamp counter "
                            "may change rate with the clock speed")
+        instance = None
+        if events:
+            instance = stack.enter_context(trace_instance(events, cpu=cpu, duration=duration))
+            metadata.update(kernel_events=list(events), trace_clock=instance.clock,
+                            trace_buffer_kb=instance.buffer_size_kb,
+                            measured_tid=threading.get_native_id(),
+                            steal_ticks_start=steal_ticks(cpu),
+                            clock_ticks_per_second=os.sysconf("SC_CLK_TCK"),
+                            stale_instances_removed=[str(p) for p in instance.removed_stale])
         writer = (None if output is None
                   else _chunks.ChunkWriter(output, metadata, kind=KIND, overwrite=overwrite))
         chunks = _run_chunks(writer, duration, chunk_seconds, frequency, threshold_cycles,
-                             bar, interrupt)
+                             bar, interrupt, instance)
         if writer is not None:
             summary = _summary(chunks, frequency)
+            if instance is not None:
+                summary["kernel_events_lost"] = instance.stop()
             if interrupt.requested:
                 writer.update(interrupted=True, **summary)
             else:
@@ -260,11 +308,50 @@ def detour(duration: float, cpu: int | None = None, threshold: float | None = No
     return _trace_from_chunks(metadata, chunks, "detour")
 
 
+def _kernel_event_names(kernel_events) -> tuple[str, ...]:
+    if kernel_events is False or kernel_events is None:
+        return ()
+    if kernel_events is True:
+        return NOISE_EVENTS
+    if isinstance(kernel_events, str):
+        return (kernel_events,)
+    names = tuple(kernel_events)
+    if not names:
+        raise ValueError("kernel_events is an empty sequence: give True or event names")
+    return names
+
+
+def steal_ticks(cpu: int) -> int:
+    """The steal time of ``cpu`` so far, from ``/proc/stat`` [clock ticks, USER_HZ], or −1
+    when the kernel does not report it (not Linux, or no steal column)."""
+    try:
+        text = Path("/proc/stat").read_text()
+    except OSError:
+        return -1
+    for line in text.splitlines():
+        fields = line.split()
+        if fields and fields[0] == f"cpu{cpu}":
+            return int(fields[8]) if len(fields) > 8 else -1
+    return -1
+
+
+def _kernel_chunk(instance, number: int, cpu: int) -> dict:
+    """After a chunk: a sync mark, then every event waiting in the instance (as text)."""
+    before = read_cycles()
+    instance.mark(f"{SYNC_MARK} {number} {before}")
+    after = read_cycles()
+    text = instance.drain()
+    return {"kernel_events": np.frombuffer(text, dtype=np.uint8),
+            "sync": np.array([number, before, after], dtype=np.int64),
+            "steal_ticks": np.int64(steal_ticks(cpu))}
+
+
 def _run_chunks(writer, duration, chunk_seconds, frequency, threshold_cycles, bar,
-                interrupt) -> list[dict]:
+                interrupt, instance=None) -> list[dict]:
     """The measurement proper: chunk after chunk until ``duration`` is measured.
 
     Returns the chunks (with a writer: only their spans and counts, not the events).
+    With a tracefs ``instance``, each chunk also carries the kernel events drained after it.
     """
     starts, durations = _buffer(_BUFFER_EVENTS), _buffer(_BUFFER_EVENTS)
     target = int(math.ceil(duration * frequency))
@@ -282,6 +369,8 @@ def _run_chunks(writer, duration, chunk_seconds, frequency, threshold_cycles, ba
         chunk = {"start": starts[:n].copy(), "duration": durations[:n].copy(),
                  "span": np.array([first, last], dtype=np.int64),
                  "iterations": np.int64(iterations)}
+        if instance is not None:
+            chunk.update(_kernel_chunk(instance, len(chunks), instance.cpu))
         if writer is not None:
             writer.append(**chunk)
             chunk = {"start": chunk["start"][:0], "duration": chunk["duration"][:0],
@@ -352,6 +441,7 @@ def _trace_from_chunks(metadata: dict, chunks: list[dict], name: str) -> Trace:
                         if iterations > n_events else None),
     )
     attrs.setdefault("complete", False)
+    attrs["tsc_origin"] = int(firsts[0])
     if n_events == 0:
         positions = durations = np.zeros(1, dtype=np.int64)
     try:
@@ -392,3 +482,150 @@ def read_detour(path) -> Trace:
     path = Path(path)
     metadata, chunks = _chunks.read_store(path, kind=KIND)
     return _trace_from_chunks(metadata, chunks, path.name)
+
+
+def detour_table(path) -> pd.DataFrame:
+    """Every detour of a stored run with its absolute timestamp-counter start.
+
+    The chunk store keeps, for every detour, the counter value read just before it (also in
+    runs stored before this function existed); :func:`read_detour` turns them into relative
+    rows, this function keeps them.
+
+    Parameters
+    ----------
+    path : path-like
+        A chunk store of :func:`detour` (``output``; also an interrupted run).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per detour, in time order (row ``i`` is event ``i`` of
+        :func:`read_detour`): ``tsc_start`` and ``tsc_length`` [ticks] (the loop iteration
+        that held the detour), ``start`` [s] since ``attrs["tsc_origin"]`` (wall time: the
+        unmeasured moments between chunks included) and ``length`` [s]. ``attrs``:
+        ``tsc_origin`` and ``tsc_end`` (first and last counter read of the run), ``tsc_hz``,
+        ``cpu``, ``spans`` (``[first, last]`` counter reads of each chunk) and the run's
+        metadata (``measured_tid``, ``trace_clock``, ... when kernel events were recorded).
+    """
+    path = Path(path)
+    metadata, chunks = _chunks.read_store(path, kind=KIND)
+    if not chunks:
+        raise ValueError(f"{path.name}: no complete chunk: the run stopped before its first "
+                         "chunk was stored")
+    frequency = float(metadata["frequency_hz"])
+    starts = np.concatenate([np.asarray(c["start"], dtype=np.int64) for c in chunks])
+    lengths = np.concatenate([np.asarray(c["duration"], dtype=np.int64) for c in chunks])
+    origin = int(chunks[0]["span"][0])
+    table = pd.DataFrame({"tsc_start": starts, "tsc_length": lengths,
+                          "start": (starts - origin) / frequency, "length": lengths / frequency})
+    table.attrs.update({key: value for key, value in metadata.items()
+                        if key not in _STORE_KEYS})
+    table.attrs.update(tsc_origin=origin, tsc_end=int(chunks[-1]["span"][1]), tsc_hz=frequency,
+                       spans=[[int(c["span"][0]), int(c["span"][1])] for c in chunks])
+    return table
+
+
+def _clock_mapping(events: pd.DataFrame, syncs: list, counter_clock: bool, name: str):
+    """Check (counter clock) or fit (other clocks) the sync marks; returns the attrs."""
+    marks = events[(events["event"] == "tracing_mark_write")
+                   & events["body"].str.startswith(SYNC_MARK)]
+    found = {}
+    for body, ticks, stamp in zip(marks["body"], marks["ticks"], marks["timestamp"],
+                                  strict=True):
+        match = _SYNC_LINE.match(body)
+        if match:
+            found[int(match.group(1))] = (ticks, stamp)
+    pairs = [(sync, found[int(sync[0])]) for sync in syncs if int(sync[0]) in found]
+    if not pairs:
+        raise ValueError(f"{name}: no sync mark among the kernel events: cannot put them on "
+                         "the detours' time base")
+    before = np.array([int(sync[1]) for sync, _ in pairs], dtype=np.int64)
+    after = np.array([int(sync[2]) for sync, _ in pairs], dtype=np.int64)
+    if counter_clock:
+        ticks = np.array([int(mark[0]) for _, mark in pairs], dtype=np.int64)
+        outside = np.maximum(before - ticks, ticks - after).clip(min=0)
+        if outside.max() > 0:
+            raise ValueError(f"{name}: a sync mark's counter timestamp lies "
+                             f"{int(outside.max())} ticks outside the counter reads around "
+                             "its write: the trace clock is not this CPU's counter")
+        return {"clock_mapping": "identity (trace clock is the counter)",
+                "sync_marks": len(pairs), "sync_bracket_max": int((after - before).max())}
+    seconds = np.array([float(mark[1]) for _, mark in pairs])
+    middle = (before + after) / 2.0
+    if len(pairs) < 2:
+        raise ValueError(f"{name}: one sync mark only: offset and drift between the trace "
+                         "clock and the counter need two")
+    drift, offset = np.polyfit(seconds - seconds[0], middle - middle[0], 1)
+    residual = middle - middle[0] - (offset + drift * (seconds - seconds[0]))
+    if np.abs(residual).max() > _SYNC_TOLERANCE_TICKS:
+        raise ValueError(f"{name}: the sync marks lie up to {np.abs(residual).max():.0f} "
+                         "ticks off a straight line: the trace clock does not follow the "
+                         "counter")
+    return {"clock_mapping": "linear fit through the sync marks",
+            "sync_marks": len(pairs), "clock_rate": float(drift),
+            "clock_offset_ticks": float(middle[0] + offset - drift * seconds[0]),
+            "clock_residual_max_ticks": float(np.abs(residual).max()),
+            "sync_bracket_max": int((after - before).max())}
+
+
+def read_kernel_events(path) -> pd.DataFrame:
+    """The kernel events recorded beside the detours (``detour(..., kernel_events=True)``).
+
+    Parameters
+    ----------
+    path : path-like
+        A chunk store of :func:`detour` with kernel events (also an interrupted run).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The events of every stored chunk as :func:`jitterlab.io.read_ftrace` returns them,
+        on the detours' time base: ``ticks`` is the counter value (recorded with trace
+        clock ``x86-tsc``, checked against the sync marks; for another clock mapped by the
+        line through the sync marks), ``timestamp`` [s] = ``ticks / tsc_hz``. ``attrs`` as
+        read_ftrace's, plus ``clock`` (the trace clock), ``clock_mapping``,
+        ``sync_marks``, ``lost_events`` (the instance's overrun + dropped counts at the
+        end, or the lost-event marks of the stream for a run that did not finish),
+        ``steal_time`` [s] (the CPU's steal time over the stored chunks; None when the
+        kernel does not report it), ``measured_tid`` and ``cpu``.
+
+    Raises
+    ------
+    ValueError
+        If the run recorded no kernel events, or the sync marks do not fit the counter.
+
+    Warns
+    -----
+    jitterlab.io.ftrace.LostEventsWarning
+        When the stream says events were lost.
+    """
+    from ..io.ftrace import read_ftrace  # io imports bench lazily; keep the import local
+
+    path = Path(path)
+    metadata, chunks = _chunks.read_store(path, kind=KIND)
+    if not metadata.get("kernel_events"):
+        raise ValueError(f"{path.name}: this run recorded no kernel events (run it with "
+                         "kernel_events=True / --kernel-events)")
+    chunks = [chunk for chunk in chunks if "kernel_events" in chunk]
+    text = b"".join(np.asarray(c["kernel_events"], dtype=np.uint8).tobytes() for c in chunks)
+    frequency = float(metadata["frequency_hz"])
+    events = read_ftrace("# tracer: nop\n" + text.decode("utf-8", errors="replace") + "\n",
+                         tsc_hz=frequency)
+    counter_clock = events.attrs.get("timestamp_unit") == "ticks"
+    mapping = _clock_mapping(events, [c["sync"] for c in chunks], counter_clock, path.name)
+    if not counter_clock:
+        ticks = np.rint(mapping["clock_offset_ticks"]
+                        + mapping["clock_rate"] * events["timestamp"].to_numpy())
+        events["ticks"] = pd.array(ticks.astype(np.int64), dtype="Int64")
+        events["timestamp"] = ticks / frequency
+    lost = metadata.get("kernel_events_lost")
+    steal = None
+    start, end = metadata.get("steal_ticks_start", -1), int(chunks[-1]["steal_ticks"])
+    if start >= 0 and end >= 0:
+        steal = (end - start) / float(metadata["clock_ticks_per_second"])
+    events.attrs.update(mapping, source=path.name, clock=metadata.get("trace_clock"),
+                        lost_events=(sum(lost.values()) if lost
+                                     else events.attrs.get("lost_events")),
+                        steal_time=steal, measured_tid=metadata.get("measured_tid"),
+                        cpu=metadata.get("cpu"))
+    return events

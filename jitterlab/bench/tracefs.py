@@ -26,13 +26,14 @@ import logging
 import math
 import os
 import re
+import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["trace_instance", "TraceInstance", "TracefsError", "TracefsPermissionError",
            "TracefsNotMountedError", "EventNotAvailableError", "TRACEFS_ROOTS",
-           "NOISE_EVENTS", "remove_stale_instances", "buffer_size_kb", "cpu_mask"]
+           "NOISE_EVENTS", "remove_stale_instances", "buffer_size_kb", "cpu_mask", "mount_tracefs"]
 
 logger = logging.getLogger(__name__)
 
@@ -145,6 +146,35 @@ def find_tracefs(root=None) -> Path:
     raise TracefsNotMountedError(
         f"tracefs is not mounted: no 'instances' directory in {looked}; as root, mount it "
         f"with 'mount -t tracefs nodev {candidates[0]}'")
+
+
+def mount_tracefs(target=None) -> Path:
+    """Mount tracefs at ``target`` (default the first of :data:`TRACEFS_ROOTS`) unless
+    tracefs is mounted already; returns the mount point.
+
+    For machines (a fresh CI runner, say) where nobody mounted it: the kernel has tracefs
+    but it is not mounted until someone does, as root.
+
+    Raises
+    ------
+    TracefsPermissionError
+        Not root.
+    TracefsNotMountedError
+        The ``mount`` failed (its message is included).
+    """
+    with contextlib.suppress(TracefsNotMountedError):
+        return find_tracefs(target)
+    target = Path(target) if target is not None else TRACEFS_ROOTS[0]
+    if os.geteuid() != 0:
+        raise TracefsPermissionError(f"mounting tracefs at {target} needs root, this process "
+                                     f"runs as uid {os.geteuid()}")
+    result = subprocess.run(["mount", "-t", "tracefs", "nodev", str(target)],
+                            capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise TracefsNotMountedError(f"'mount -t tracefs nodev {target}' failed: "
+                                     f"{(result.stderr or result.stdout).strip()}")
+    logger.warning("mounted tracefs at %s", target)
+    return find_tracefs(target)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -280,6 +310,7 @@ class TraceInstance:
     removed_stale: list[Path] = field(default_factory=list)
     lost: dict[str, int] = field(default_factory=dict)
     stopped: bool = False
+    pipe: int | None = field(default=None, repr=False)
 
     @property
     def clock_is_counter(self) -> bool:
@@ -310,6 +341,35 @@ class TraceInstance:
                                ", ".join(f"{key} {value}" for key, value in self.lost.items()),
                                self.buffer_size_kb)
         return self.lost
+
+    def drain(self) -> bytes:
+        """Consume and return the events waiting in the instance's ``trace_pipe`` (text, as
+        the kernel prints it; whole lines only). Never blocks: returns ``b""`` when there is
+        nothing. Events lost since the last call appear as ``CPU:N [LOST k EVENTS]``."""
+        if self.pipe is None:
+            self.pipe = os.open(self.trace_pipe, os.O_RDONLY | os.O_NONBLOCK)
+        blocks = []
+        while True:
+            try:
+                block = os.read(self.pipe, 1 << 20)
+            except BlockingIOError:
+                break
+            if not block:
+                break
+            blocks.append(block)
+        return b"".join(blocks)
+
+    def mark(self, text: str) -> None:
+        """Write ``text`` into the trace (``trace_marker``): a ``tracing_mark_write`` event
+        on the calling thread's CPU, with the trace clock's timestamp."""
+        _write(self.path / "trace_marker", text)
+
+    def close_pipe(self) -> None:
+        """Close ``trace_pipe`` if :meth:`drain` opened it (the instance cannot be removed
+        while it is open)."""
+        if self.pipe is not None:
+            os.close(self.pipe)
+            self.pipe = None
 
     def read_trace(self) -> str:
         """Stop recording and return the text of the instance's ``trace`` file (parse it
@@ -436,6 +496,9 @@ def trace_instance(events=NOISE_EVENTS, cpu: int = 0, duration: float = 10.0, *,
         try:
             yield instance
         finally:
-            instance.stop()
+            try:
+                instance.stop()
+            finally:
+                instance.close_pipe()
     finally:
         _remove_instance(path)
