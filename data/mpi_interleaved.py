@@ -68,9 +68,12 @@ COLUMNS = ("experiment", "pair", "arm", "file", "started_at", "time_in_phases_s"
            "kernel_events_lost", "command")
 
 
-def worker_arguments(arm: str, output: Path, seed: int) -> list[str]:
+def worker_arguments(arm: str, output: Path, seed: int,
+                     autogroup_nice: int | None = None) -> list[str]:
     """The ``--worker`` arguments of one run of ``arm`` writing ``output``."""
     arguments = ["--worker", str(output), "--seed", str(seed)]
+    if autogroup_nice is not None:
+        arguments += ["--autogroup-nice", str(autogroup_nice)]
     if arm == "injected":
         arguments.append("--inject")
     if arm == "unpinned":
@@ -85,7 +88,11 @@ def run_worker(argv: list[str]) -> int:
     parser.add_argument("--seed", type=int, default=0, help="the injector's seed")
     parser.add_argument("--inject", action="store_true", help="inject 500 µs every 10 ms")
     parser.add_argument("--no-pin", action="store_true", help="leave the ranks unpinned")
+    parser.add_argument("--autogroup-nice", type=int, default=None,
+                        help="nice value of the rank's scheduling autogroup")
     args = parser.parse_args(argv)
+    if args.autogroup_nice is not None:  # each rank leads its own session under hydra
+        Path("/proc/self/autogroup").write_text(str(args.autogroup_nice))
     import jitterlab as jl
 
     inject = {"inject_period": INJECT_PERIOD, "inject_duration": INJECT_DURATION} \
@@ -166,7 +173,8 @@ def append(path: Path, row: dict) -> None:
         os.fsync(stream.fileno())
 
 
-def run_once(experiment: str, pair: int, arm: str, out_dir: Path, mpiexec: Path) -> dict:
+def run_once(experiment: str, pair: int, arm: str, out_dir: Path, mpiexec: Path,
+             autogroup_nice: int | None = None) -> dict:
     """Launch one run, measure it and return its row of :data:`COLUMNS`."""
     import jitterlab as jl
 
@@ -175,7 +183,7 @@ def run_once(experiment: str, pair: int, arm: str, out_dir: Path, mpiexec: Path)
     if output.exists():
         raise FileExistsError(f"{output} exists: give another directory or another --first-pair")
     command = [str(mpiexec), "-n", "2", sys.executable, str(Path(__file__).resolve()),
-               *worker_arguments(arm, output, seed=pair)]
+               *worker_arguments(arm, output, pair, autogroup_nice)]
     load_before = os.getloadavg()[0]
     started_at = datetime.now(UTC)
     busy_before, cpu_before = busy_cpu_seconds(), children_cpu_seconds()
@@ -197,7 +205,8 @@ def run_once(experiment: str, pair: int, arm: str, out_dir: Path, mpiexec: Path)
             "load_after": f"{os.getloadavg()[0]:.2f}", "kernel_events": recorded["events"],
             "kernel_events_lost": recorded["lost"],
             "command": shlex.join(["mpiexec", "-n", "2", "python", "data/mpi_interleaved.py",
-                                   *worker_arguments(arm, Path(name), seed=pair)])}
+                                   *worker_arguments(arm, Path(name), pair,
+                                                     autogroup_nice)])}
 
 
 def main(argv=None) -> int:
@@ -212,6 +221,10 @@ def main(argv=None) -> int:
     parser.add_argument("--pairs", type=int, default=8, help="pairs of runs (default 8)")
     parser.add_argument("--mpiexec", type=Path, default=Path(sys.executable).parent / "mpiexec",
                         help="mpiexec to launch with (default: beside this Python)")
+    parser.add_argument("--autogroup-nice", type=int, default=None, metavar="N",
+                        help="run every rank in a scheduling autogroup of nice value N "
+                        "(e.g. -20, so that niced work of other sessions yields; see "
+                        "run_ross_phold.with_autogroup_nice)")
     args = parser.parse_args(argv)
     if args.pairs < 1:
         parser.error(f"--pairs must be at least 1, got {args.pairs}")
@@ -223,7 +236,8 @@ def main(argv=None) -> int:
     first = 1 + max((int(r["pair"]) for r in done), default=0)
     for pair in range(first, first + args.pairs):
         for arm in EXPERIMENTS[args.experiment]:
-            row = run_once(args.experiment, pair, arm, args.out_dir.resolve(), args.mpiexec)
+            row = run_once(args.experiment, pair, arm, args.out_dir.resolve(), args.mpiexec,
+                           args.autogroup_nice)
             append(table, row)
             share = float(row["other_cpu_s"]) / (2 * float(row["wall_s"]))
             print(f"{args.experiment} pair {pair} {arm:<13} {row['time_in_phases_s']} s in "

@@ -200,14 +200,31 @@ def other_share(row: dict) -> float:
     return float(row["other_cpu_s"]) / (2 * float(row["wall_s"]))
 
 
-def ross_command(config: Configuration, ross_build: Path, mpiexec: Path) -> list[str]:
-    """The command that runs ``config``: sequential runs without ``mpiexec``."""
+def with_autogroup_nice(command: list[str], nice: int) -> list[str]:
+    """``command`` run by a shell that first sets the nice value of its autogroup.
+
+    With the kernel's autogroups (``/proc/sys/kernel/sched_autogroup_enabled``), every
+    session is one scheduling group and the nice value of a process counts only inside
+    its own group: work niced in other sessions still takes an equal share of the CPUs.
+    The autogroup's own nice value (``/proc/<pid>/autogroup``, negative needs root) is
+    what weighs against the other sessions. ROSS's ranks each lead a session of their own
+    (the sequential run through the runner, the MPI ranks through hydra).
+    """
+    return ["sh", "-c", f'echo {int(nice)} > /proc/$$/autogroup && exec "$0" "$@"', *command]
+
+
+def ross_command(config: Configuration, ross_build: Path, mpiexec: Path,
+                 autogroup_nice: int | None = None) -> list[str]:
+    """The command that runs ``config``: sequential runs without ``mpiexec``; each rank
+    under :func:`with_autogroup_nice` when ``autogroup_nice`` is given."""
     phold = [str(ross_build / "models" / "phold" / "phold"), f"--synch={config.synch}",
              f"--nlp={config.nlp}", f"--start-events={config.start_events}",
              f"--mean={config.mean:g}", f"--end={config.end_time}", f"--nkp={config.nkp}",
              f"--batch={config.batch}", f"--gvt-interval={config.gvt_interval}",
              f"--remote={config.remote_percent / 100:g}", f"--extramem={config.extramem}",
              "--report-interval=1"]
+    if autogroup_nice is not None:
+        phold = with_autogroup_nice(phold, autogroup_nice)
     if config.synch == 1:
         return phold
     bind = ["-bind-to", "core"] if config.bind_to_core else []
@@ -385,6 +402,10 @@ def main(argv=None) -> int:
     parser.add_argument("--work-dir", type=Path, default=Path("/tmp/ross-runs"),
                         help="where ROSS runs, its outputs are kept and the noise injector "
                         "is built (default /tmp/ross-runs)")
+    parser.add_argument("--autogroup-nice", type=int, default=None, metavar="N",
+                        help="run every rank in a scheduling autogroup of nice value N "
+                        "(e.g. -20: niced work of other sessions yields to ROSS; see "
+                        "with_autogroup_nice); the command column shows it")
     parser.add_argument("--timeout", type=float, default=600.0,
                         help="seconds after which a run is killed and not recorded")
     args = parser.parse_args(argv)
@@ -421,7 +442,8 @@ def main(argv=None) -> int:
     run, failed, disturbed = first_run, [], []
     for repeat in range(first_repeat, first_repeat + args.reps):
         for config in configs:
-            command = ross_command(config, args.ross_build, args.mpiexec)
+            command = ross_command(config, args.ross_build, args.mpiexec,
+                                   args.autogroup_nice)
             result, measured, started_at, problem = run_once(
                 config, command, dutyhog, work_dir, args.timeout)
             log = work_dir / "outputs" / f"run{run:03d}_{config.name}.txt"

@@ -13,6 +13,7 @@ import csv
 import dataclasses
 import importlib.util
 import re
+import subprocess
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -235,3 +236,24 @@ def test_disturbed_runs_are_flagged(runner, tmp_path, capsys):
     row = runner.read_done(output)[0]
     assert runner.other_share(row) > runner.DISTURBED_SHARE
     assert "DISTURBED" in printed.out and "1 runs disturbed" in printed.err
+
+
+def test_autogroup_nice_wraps_every_rank(runner):
+    # the wrapper sets the nice value of the rank's own autogroup, then runs the command
+    config = runner.BY_NAME["g2_r10_i8_b4"]
+    plain = runner.ross_command(config, ROSS_BUILD, MPIEXEC)
+    boosted = runner.ross_command(config, ROSS_BUILD, MPIEXEC, autogroup_nice=-20)
+    assert boosted[:3] == plain[:3] == [str(MPIEXEC), "-n", "2"]
+    assert boosted[3:6] == runner.with_autogroup_nice([], -20)
+    assert boosted[6:] == plain[3:]
+    sequential = runner.ross_command(runner.BY_NAME["g1_seq"], ROSS_BUILD, MPIEXEC, 5)
+    assert sequential[:3] == ["sh", "-c", 'echo 5 > /proc/$$/autogroup && exec "$0" "$@"']
+
+
+@pytest.mark.skipif(not Path("/proc/self/autogroup").exists(), reason="no autogroups")
+def test_autogroup_nice_takes_effect(runner):
+    # in a session of its own, the command sees its autogroup at the nice value given
+    # (a positive one: lowering it needs no privilege)
+    shown = subprocess.run(runner.with_autogroup_nice(["cat", "/proc/self/autogroup"], 7),
+                           capture_output=True, text=True, start_new_session=True, check=True)
+    assert shown.stdout.strip().endswith("nice 7")
