@@ -1,4 +1,5 @@
-"""Every notebook in JupyterLab, in a real headless Chromium: Run All Cells, then look at the page.
+"""Every notebook executed once: in JupyterLab in a real headless Chromium (Run All Cells, then
+look at the page), and the checked outputs of that very execution compared with the committed ones.
 
 A JupyterLab server (this venv's ``jupyter lab``) is started on 127.0.0.1, on a free port,
 with a random token, over a temporary copy of the notebooks (the repository's other folders
@@ -15,10 +16,18 @@ must show
   bars), not "Error displaying widget"; text progress bars are plain stderr text;
 * for the explorer, a new figure after a change of its noise menu, made in the browser.
 
+Then the notebook is saved from the page (File > Save Notebook, into the temporary copy) and
+the saved copy must pass what nbval checks (``pytest --nbval-lax`` with
+``notebooks/sanitize.cfg``, which no longer runs by default: the notebooks are not in
+``testpaths``): no cell raised, and every ``# NBVAL_CHECK_OUTPUT`` cell's output equals the
+committed one after the sanitizers (:func:`jitterlab.notebook_outputs.output_differences`,
+which follows nbval's rules and whose agreement with nbval is tested here).
+
 A screenshot of each notebook goes to ``reports/browser/NAME.png`` (a long one continues
 in ``NAME-2.png``, ...; ``reports/`` is not tracked), the run times to ``summary.txt``.
 ``JITTERLAB_BROWSER_PAGES`` (default 2) notebooks run at once, each in its own kernel.
-Without Chromium the tests are skipped with a warning on the terminal.
+Without Chromium the page tests are skipped with a warning on the terminal, and the notebooks
+are executed headless with nbclient instead, so that their checked outputs are still compared.
 """
 
 from __future__ import annotations
@@ -37,15 +46,20 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import nbformat
 import pytest
+
+from jitterlab.notebook_outputs import execute, output_differences, read_sanitizers
 
 pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 SCREENSHOTS = ROOT / "reports" / "browser"
+SANITIZERS = read_sanitizers(ROOT / "notebooks" / "sanitize.cfg")
 PAGES = int(os.environ.get("JITTERLAB_BROWSER_PAGES", "2"))
 NOTEBOOK_TIMEOUT = 900.0  # one notebook, from Run All to idle [s]
+SAVE_TIMEOUT = 60.0  # File > Save Notebook until the file is written [s]
 SERVER_TIMEOUT = 60.0  # server start [s]
 SCREENSHOT_MAX_HEIGHT = 16_000  # [px]
 
@@ -112,6 +126,7 @@ class Server:
     token: str
     process: subprocess.Popen
     log: Path
+    root: Path  # the folder served, with the copies of the notebooks in notebooks/
 
     def lab_url(self, notebook: str, workspace: str) -> str:
         return (f"{self.url}/lab/workspaces/{workspace}/tree/notebooks/{notebook}"
@@ -172,7 +187,7 @@ def start_server(tmp: Path, repository: Path = ROOT) -> Server:
              f"--LabApp.workspaces_dir={tmp / 'workspaces'}"],
             cwd=root, env=env, stdout=stream, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL)
-    server = Server(f"http://127.0.0.1:{port}", token, process, log)
+    server = Server(f"http://127.0.0.1:{port}", token, process, log, root)
     deadline = time.monotonic() + SERVER_TIMEOUT
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -239,6 +254,8 @@ class Run:
     checks: dict = field(default_factory=dict)
     problems: list = field(default_factory=list)
     screenshot: Path | None = None
+    executed: object = None  # the notebook as saved after the run (nbformat)
+    committed: object = None  # the notebook it ran from, as committed (nbformat)
 
 
 def _open_and_run_all(page, server: Server, run: Run, workspace: str) -> None:
@@ -270,6 +287,25 @@ def _finished(run: Run) -> bool:
     if run.idle_since is None:
         run.idle_since = time.monotonic()
     return time.monotonic() - run.idle_since >= 2.0
+
+
+def _save(run: Run, server: Server) -> None:
+    """File > Save Notebook, then read the saved copy (outputs as the page holds them)."""
+    saved = server.root / "notebooks" / run.path.name
+    before = saved.stat().st_mtime_ns
+    page = run.page
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^File$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Save Notebook$")).click()
+    deadline = time.monotonic() + SAVE_TIMEOUT
+    while time.monotonic() < deadline:
+        if saved.stat().st_mtime_ns != before:
+            try:  # the server writes atomically; a read may still race its rename
+                run.executed = nbformat.read(saved, as_version=4)
+                return
+            except (OSError, ValueError):
+                pass
+        time.sleep(0.2)
+    run.problems.append(f"the notebook was not saved within {SAVE_TIMEOUT:g} s")
 
 
 def _expand_all_code(page) -> None:
@@ -398,6 +434,7 @@ def run_notebooks(paths, server: Server, chromium: str, pages: int) -> dict[str,
                         if timed_out and not finished:
                             run.problems.append(f"not idle after {NOTEBOOK_TIMEOUT:g} s")
                         try:
+                            _save(run, server)
                             _check(run)
                             _screenshot(run)
                         except Exception as error:  # noqa: BLE001
@@ -420,64 +457,116 @@ def _close(run: Run) -> Run:
 # --------------------------------------------------------------------------------------
 # the tests
 # --------------------------------------------------------------------------------------
+CHROMIUM_MISSING = ("WARNING: Chromium not found (apt-get install chromium, or set "
+                    "JITTERLAB_CHROMIUM): the JupyterLab browser tests of tests/test_browser.py "
+                    "are SKIPPED")
+
+
+def _warn(request, message: str) -> None:
+    """A line on the terminal that shows even under -q, and on stderr."""
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.ensure_newline()
+        reporter.write_line(message, yellow=True, bold=True)
+    print(message, file=sys.stderr)
+
+
 @pytest.fixture(scope="module")
 def chromium(request):
     path = find_chromium()
     if path is None:
-        message = ("WARNING: Chromium not found (apt-get install chromium, or set "
-                   "JITTERLAB_CHROMIUM): the JupyterLab browser tests of tests/test_browser.py "
-                   "are SKIPPED")
-        reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.ensure_newline()
-            reporter.write_line(message, yellow=True, bold=True)
-        print(message, file=sys.stderr)
-        pytest.skip(message)
+        _warn(request, CHROMIUM_MISSING)
+        pytest.skip(CHROMIUM_MISSING)
     return path
 
 
-@pytest.fixture(scope="module")
-def notebook_runs(chromium, request):
-    """The selected notebooks run in JupyterLab; the server is stopped whatever happens."""
-    selected = [item.callspec.params["path"] for item in request.session.items
-                if getattr(item, "originalname", "") == "test_notebook_runs_in_jupyterlab"]
-    for path in selected:  # no screenshot of an earlier run left behind
-        for old in (*SCREENSHOTS.glob(f"{path.stem}.png"), *SCREENSHOTS.glob(f"{path.stem}-*.png")):
-            old.unlink()
-    with tempfile.TemporaryDirectory(prefix="jitterlab-browser-") as folder:
-        server = start_server(Path(folder))
+def execute_headless(paths) -> dict[str, Run]:
+    """Without a browser: each notebook executed by nbclient in its own folder, as nbval
+    ran it; an execution error becomes the run's problem."""
+    runs = {}
+    for path in paths:
+        run = Run(path)
+        run.started = time.monotonic()
         try:
-            started = time.monotonic()
-            runs = run_notebooks(selected, server, chromium, PAGES)
-            total = time.monotonic() - started
-        finally:
-            server.stop()
-        assert server.process.poll() is not None
+            run.executed = execute(path, timeout=int(NOTEBOOK_TIMEOUT))
+        except Exception as error:  # noqa: BLE001 - nbclient's CellExecutionError and kin
+            run.problems.append(f"headless execution failed: {error}")
+        run.seconds = time.monotonic() - run.started
+        runs[path.name] = run
+    return runs
+
+
+@pytest.fixture(scope="module")
+def notebook_runs(request):
+    """Each selected notebook executed once: in JupyterLab when Chromium is there (the
+    server is stopped whatever happens), else headless; with the committed copy it ran from."""
+    selected = list(dict.fromkeys(
+        item.callspec.params["path"] for item in request.session.items
+        if getattr(item, "originalname", "") in (
+            "test_notebook_runs_in_jupyterlab", "test_checked_outputs_match_the_committed_ones")))
+    committed = {path.name: nbformat.read(path, as_version=4) for path in selected}
+    chromium_path = find_chromium()
+    started = time.monotonic()
+    if chromium_path is None:
+        _warn(request, "WARNING: without Chromium the notebooks are executed headless (nbclient)"
+                       " to compare their checked outputs")
+        runs = execute_headless(selected)
+    else:
+        for path in selected:  # no screenshot of an earlier run left behind
+            for old in (*SCREENSHOTS.glob(f"{path.stem}.png"),
+                        *SCREENSHOTS.glob(f"{path.stem}-*.png")):
+                old.unlink()
+        with tempfile.TemporaryDirectory(prefix="jitterlab-browser-") as folder:
+            server = start_server(Path(folder))
+            try:
+                runs = run_notebooks(selected, server, chromium_path, PAGES)
+            finally:
+                server.stop()
+            assert server.process.poll() is not None
+    total = time.monotonic() - started
+    for name, run in runs.items():
+        run.committed = committed[name]
     lines = [f"{name}: {run.seconds:.0f} s, {run.checks.get('images', 0)} images, "
              f"{run.checks.get('widgets', 0)} widgets, {run.checks.get('progressWidgets', 0)} "
              f"widget and {run.checks.get('textProgress', 0)} text progress bars, "
              f"{'ok' if not run.problems else 'PROBLEMS'}" for name, run in runs.items()]
+    how = f"{PAGES} at a time in JupyterLab" if chromium_path else "headless, one at a time"
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     (SCREENSHOTS / "summary.txt").write_text(
-        f"{len(runs)} notebooks, {PAGES} at a time, {total:.0f} s in all\n" + "\n".join(lines)
-        + "\n")
+        f"{len(runs)} notebooks, {how}, {total:.0f} s in all\n" + "\n".join(lines) + "\n")
     return runs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_runs_in_jupyterlab(notebook_runs, path):
+def test_notebook_runs_in_jupyterlab(chromium, notebook_runs, path):
     run = notebook_runs[path.name]
     assert run.screenshot is not None and run.screenshot.is_file()
     assert not run.problems, f"{path.name} in JupyterLab:\n" + "\n".join(run.problems)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_checked_outputs_match_the_committed_ones(notebook_runs, path):
+    """What nbval checked, on the one execution above: no cell raised, and each checked
+    cell's output equals the committed one after notebooks/sanitize.cfg."""
+    run = notebook_runs[path.name]
+    assert run.executed is not None, (f"{path.name}: no executed copy to compare:\n"
+                                      + "\n".join(run.problems))
+    differences = output_differences(run.committed, run.executed, SANITIZERS)
+    assert not differences, (f"{path.name} differs from its committed outputs (refresh it with "
+                             f"python -m jitterlab.notebook_outputs notebooks/{path.name} if "
+                             "the change is meant):\n\n" + "\n\n".join(differences))
+
+
+@pytest.mark.slow
 def test_the_checks_catch_what_they_look_for(chromium, tmp_path, monkeypatch):
     """A small notebook with a widget, both kinds of progress bar, a warning (in a collapsed
-    cell), an error and a cell after it: the widgets and bars are counted, the warning passes,
-    the collapsed cell counts as run, the error and the cell that Run All never reached are
-    reported."""
-    import nbformat
-
+    cell), two checked cells (one whose committed output differs only where sanitize.cfg
+    replaces a time, one whose number changed), an error and a cell after it: the widgets
+    and bars are counted, the warning passes, the collapsed cell counts as run, the error and
+    the cell that Run All never reached are reported; the saved copy gives the error and the
+    changed number, and nothing else."""
     notebook = nbformat.v4.new_notebook(metadata={"kernelspec": {
         "name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}})
     notebook.cells = [nbformat.v4.new_code_cell(code) for code in (
@@ -486,9 +575,16 @@ def test_the_checks_catch_what_they_look_for(chromium, tmp_path, monkeypatch):
         "from tqdm import tqdm\nfor i in tqdm(range(3)):\n    pass",
         "import warnings\nwarnings.warn('only a warning')",
         "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()",
+        "# NBVAL_CHECK_OUTPUT\nprint('took 0.25 s'); print(6 * 7)",
+        "# NBVAL_CHECK_OUTPUT\n6 * 7",
         "1 / 0",
         "print('never reached')")]
     notebook.cells[2].metadata["jupyter"] = {"source_hidden": True}  # as a "# Solution" cell
+    notebook.cells[4].execution_count, notebook.cells[5].execution_count = 1, 2
+    notebook.cells[4].outputs = [nbformat.v4.new_output("stream", name="stdout",
+                                                        text="took 3 s\n42\n")]
+    notebook.cells[5].outputs = [nbformat.v4.new_output(
+        "execute_result", data={"text/plain": "41"}, execution_count=2)]
     repository = tmp_path / "repository"
     (repository / "notebooks").mkdir(parents=True)
     path = repository / "notebooks" / "small.ipynb"
@@ -503,15 +599,17 @@ def test_the_checks_catch_what_they_look_for(chromium, tmp_path, monkeypatch):
     assert run.checks["widgets"] == 2 and run.checks["progressWidgets"] == 1
     assert run.checks["textProgress"] == 1 and run.checks["images"] == 1
     assert any("only a warning" in text for text in run.checks["otherStderr"])
-    assert run.problems[0] == "code cells not executed (counted from 1): [6]"
+    assert run.problems[0] == "code cells not executed (counted from 1): [8]"
     assert "ZeroDivisionError" in run.problems[1]
     assert len(run.problems) == 2
     assert run.screenshot.is_file()
+    raised, changed = output_differences(notebook, run.executed, SANITIZERS)
+    assert raised.startswith("code cell 6 (1 / 0) raised ZeroDivisionError")
+    assert changed.startswith("checked code cell 5 (6 * 7): 'text/plain' differs")
+    assert "\n-41\n+42" in changed
 
 
 def test_which_notebooks_must_show_a_sweep_progress_bar(tmp_path):
-    import nbformat
-
     def notebook(code):
         path = tmp_path / f"{len(list(tmp_path.iterdir()))}.ipynb"
         nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)]), path)
