@@ -44,8 +44,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["attribute_detours", "attribute_recording", "cause_summary", "INVISIBLE", "KINDS",
-           "COLUMNS"]
+__all__ = ["attribute_detours", "attribute_recording", "cause_summary",
+           "injected_noise_recovery", "INVISIBLE", "KINDS", "COLUMNS"]
 
 #: the cause of detour time that no guest kernel event covers
 INVISIBLE = "not visible to the guest"
@@ -422,3 +422,80 @@ def cause_summary(attribution: pd.DataFrame) -> pd.DataFrame:
     summary["rate"] = summary["detours"] / duration if duration else math.nan
     summary.attrs.update(attribution.attrs)
     return summary
+
+
+def injected_noise_recovery(attribution: pd.DataFrame, injected_starts, injected_ends,
+                            cause: str, *, spans=None, companion: str | None = None) -> dict:
+    """How much of a known injected noise the attribution gives to its cause.
+
+    Parameters
+    ----------
+    attribution : pandas.DataFrame
+        The result of :func:`attribute_detours` or :func:`attribute_recording`.
+    injected_starts, injected_ends : array of float
+        The injected intervals (the spins of ``data/dutyhog.c``, say), in seconds since the
+        recording's start (the time base of ``attribution["start"]``). [s]
+    cause : str
+        The cause the injection should be attributed to (``"thread:dutyhog"``).
+    spans : array of shape (k, 2), optional
+        The measured intervals [s since the start]; injected time outside them (between
+        chunks) is not counted. Default: all of it counts.
+    companion : str, optional
+        A cause expected in the same detour as each injection (``"hrtimer:hrtimer_wakeup"``
+        for a thread woken by an hrtimer): the share of injected detours that have it.
+
+    Returns
+    -------
+    dict
+        ``injected`` [s] (inside the measured spans), ``attributed`` [s] (the cause's time in
+        the detours holding an injection), ``ratio`` = attributed / injected,
+        ``standard_error`` of the ratio (ratio estimator over the injected detours, each
+        detour with its injections one sample), ``injections``, ``detours`` (holding one),
+        ``elsewhere`` [s] (the cause's time in detours without an injection),
+        ``other_causes`` [s] (the rest of the injected detours' time, by cause), and with
+        ``companion``: ``companion_share`` and its binomial ``companion_standard_error``.
+    """
+    starts = np.asarray(injected_starts, dtype=np.float64)
+    ends = np.asarray(injected_ends, dtype=np.float64)
+    if starts.shape != ends.shape or starts.ndim != 1 or np.any(ends < starts):
+        raise ValueError("injected starts and ends must be 1-D of one length, ends >= starts")
+    if spans is not None:
+        spans = np.asarray(spans, dtype=np.float64).reshape(-1, 2)
+        inside = np.clip(np.minimum(ends[:, None], spans[:, 1])
+                         - np.maximum(starts[:, None], spans[:, 0]), 0, None).sum(axis=1)
+    else:
+        inside = ends - starts
+    detours = attribution.drop_duplicates("detour")
+    detour_starts = detours["start"].to_numpy()
+    detour_ends = detour_starts + detours["length"].to_numpy()
+    middle = (starts + ends) / 2
+    position = np.searchsorted(detour_starts, middle, side="right") - 1
+    found = (position >= 0) & (middle < detour_ends[np.clip(position, 0, None)])
+    holding = detours["detour"].to_numpy()[position[found]]
+    injected = pd.Series(inside[found]).groupby(holding).sum()
+    missed = float(inside[~found].sum())  # injected time where the loop saw no detour
+    rows = attribution[attribution["detour"].isin(injected.index)]
+    by_detour = (rows[rows["cause"] == cause].groupby("detour")["time"].sum()
+                 .reindex(injected.index, fill_value=0.0))
+    total_injected = float(injected.sum()) + missed
+    attributed = float(by_detour.sum())
+    ratio = attributed / total_injected if total_injected > 0 else math.nan
+    n = injected.size
+    residual = by_detour.to_numpy() - ratio * injected.to_numpy()
+    standard_error = (math.sqrt(n / (n - 1) * np.sum(residual ** 2)) / total_injected
+                      if n > 1 else math.nan)
+    others = rows[rows["cause"] != cause].groupby("cause")["time"].sum()
+    result = {"injected": total_injected, "attributed": attributed, "ratio": ratio,
+              "standard_error": standard_error, "injections": int(starts.size),
+              "detours": int(n), "missed": missed,
+              "elsewhere": float(attribution.loc[~attribution["detour"].isin(injected.index)
+                                                 & (attribution["cause"] == cause),
+                                                 "time"].sum()),
+              "other_causes": others.sort_values(ascending=False).to_dict()}
+    if companion is not None:
+        with_companion = rows.loc[rows["cause"] == companion, "detour"].nunique()
+        share = with_companion / n if n else math.nan
+        result["companion_share"] = share
+        result["companion_standard_error"] = (math.sqrt(share * (1 - share) / n) if n
+                                              else math.nan)
+    return result
