@@ -27,7 +27,7 @@ import xarray as xr
 
 from ._checks import check_integer
 
-__all__ = ["sweep", "local_cluster", "point_seeds", "SweepWarning"]
+__all__ = ["sweep", "local_cluster", "point_seeds", "SweepWarning", "SweepWorkerError"]
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +39,30 @@ _ONE_THREAD = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREAD
 
 class SweepWarning(UserWarning):
     """Some points of a sweep failed; they are NaN in the result."""
+
+
+#: what to do about points that kill their Dask workers (for the messages)
+_KILLED_ADVICE = (
+    "A point that kills its worker process usually needs more memory than a worker has (the "
+    "out-of-memory killer, or the nanny at distributed.worker.memory.terminate of its "
+    "memory_limit) or crashes: use fewer workers per machine, so that each has more memory "
+    "(local_cluster(n_workers=1)), give each worker more memory (memory_limit=), make the "
+    "points smaller (a smaller n, fewer phases, detail=False) or the tasks smaller "
+    "(points_per_task=1), and call the point alone without Dask to see its own error")
+
+
+class SweepWorkerError(RuntimeError):
+    """A Dask sweep stopped because its points killed workers: more than
+    :data:`WORKER_DEATH_LIMIT` died, or none was left for :data:`RESTART_TIMEOUT`.
+
+    The message names the points that were being evaluated on the workers that died, and
+    what to do. ``partial`` is the sweep's Dataset with the points computed before it
+    stopped (the others NaN), or None if none was.
+    """
+
+    def __init__(self, message: str, partial=None):
+        super().__init__(message)
+        self.partial = partial
 
 
 @dataclass
@@ -456,10 +480,18 @@ def _identity(value):
 
 
 #: how long a Dask sweep waits with no worker in the cluster, once it has seen one, before
-#: it gives up on the points left (a nanny that no longer restarts its workers) [s]
+#: it gives up on the points left (workers removed on purpose, a batch system's time limit) [s]
 NO_WORKER_TIMEOUT = 300.0
-#: how often a Dask sweep that waits for its tasks looks at the cluster [s]
-_POLL_SECONDS = 2.0
+#: how long a Dask sweep waits for a new worker when every worker has died under its points
+#: (a nanny restarts one in 1-25 s on a loaded machine) before it stops with
+#: :class:`SweepWorkerError` [s]
+RESTART_TIMEOUT = 60.0
+#: how many Dask workers may die under the points of one sweep before it stops with
+#: :class:`SweepWorkerError` (one point that kills its worker costs 3-6: in its task, alone
+#: among the others, alone on the cluster) [-]
+WORKER_DEATH_LIMIT = 12
+#: how often a Dask sweep looks at the cluster and the scheduler's log of worker deaths [s]
+_POLL_SECONDS = 1.0
 #: how long a Dask sweep waits for the result of a finished task before it looks at the
 #: cluster again (the result's worker may die on the way: the task is then run again) [s]
 _RESULT_SECONDS = 60.0
@@ -473,13 +505,80 @@ class _ClusterGone(Exception):
                          f"worker died and none was started again)")
 
 
-def _run_tasks(client, submit, batches, limit, outcomes, bar):
+class _WorkerDied(Exception):
+    """The worker evaluating a task died (seen in the scheduler's log)."""
+
+    def __init__(self, worker):
+        super().__init__(f"the Dask worker {worker} died while evaluating this task")
+
+
+class _Stopped(Exception):
+    """Too many workers died under the sweep's points, or none is left: stop (the reason)."""
+
+
+class _Deaths:
+    """Unexpected deaths of Dask workers since the sweep started, from the scheduler's log.
+
+    The scheduler logs every removed worker (topic "all", action "remove-worker") with the
+    tasks it was processing; a removal that was not asked for is a death. Reading the log is
+    public API (:meth:`distributed.Client.get_events`); a scheduler that cannot answer leaves
+    the sweep to Dask's own ``KilledWorker`` after ``allowed-failures``.
+    """
+
+    def __init__(self, client):
+        self.client = client
+        self.readable = True
+        self.count = 0
+        self.last = None  # time.monotonic() of the last death seen
+        self.points = {}  # grid index -> deaths of workers that were evaluating it
+        self.since = max((stamp for stamp, _ in self._events()), default=-math.inf)
+
+    def _events(self):
+        if not self.readable:
+            return ()
+        try:
+            return tuple(self.client.get_events("all"))
+        except Exception as error:  # an old or foreign scheduler: Dask's KilledWorker only
+            logger.info("cannot read the Dask scheduler's events (%s): worker deaths are "
+                        "seen through KilledWorker only", error)
+            self.readable = False
+            return ()
+
+    def poll(self) -> list:
+        """The deaths logged since the last call: (worker address, set of task keys)."""
+        import time
+
+        new = []
+        for stamp, message in self._events():
+            if stamp <= self.since:
+                continue
+            self.since = stamp
+            if (isinstance(message, dict) and message.get("action") == "remove-worker"
+                    and not message.get("expected")):
+                new.append((message.get("worker"), set(message.get("processing-tasks") or ())))
+        if new:
+            self.count += len(new)
+            self.last = time.monotonic()
+        return new
+
+    def blame(self, batch) -> None:
+        for index in batch:
+            self.points[index] = self.points.get(index, 0) + 1
+
+
+def _run_tasks(client, submit, batches, limit, outcomes, bar, deaths, pin=False):
     """Run ``batches`` (lists of grid indices) as tasks, at most ``limit`` at once.
 
     Fills ``outcomes`` for the batches whose task returned; returns the batches whose task
-    raised (the worker died under it, or its result did not travel back) with the error.
-    Raises :class:`_ClusterGone` when the cluster has had no worker for
-    :data:`NO_WORKER_TIMEOUT` after having had one.
+    failed (its worker died under it, or its result did not travel back) with the error.
+    A task whose worker dies is taken back at once (the scheduler would run it on up to
+    ``allowed-failures`` more workers, each of which it may kill). With ``pin`` each task
+    is bound to one worker, the one with the fewest of these tasks, so that the scheduler
+    cannot hand it to another worker when its own dies before the death is seen here (a
+    task whose worker left before it started is submitted again). Raises
+    :class:`_ClusterGone` when the cluster has had no worker for :data:`NO_WORKER_TIMEOUT`
+    after having had one, and :class:`_Stopped` when more than :data:`WORKER_DEATH_LIMIT`
+    workers have died under the sweep or none has been left for :data:`RESTART_TIMEOUT`.
     """
     import time
 
@@ -487,34 +586,73 @@ def _run_tasks(client, submit, batches, limit, outcomes, bar):
 
     waiting = list(batches)
     failed = []
-    live = {}  # key -> (future, batch)
-    seen_worker, alone_since = False, None
+    live = {}  # key -> (future, batch, the worker it is bound to or None)
+    workers = set()
+    seen_worker, alone_since, polled = False, None, -math.inf
 
     def start_next():
+        worker = None
+        if pin:
+            if not workers:
+                return False
+            busy = [bound for _, _, bound in live.values()]
+            worker = min(sorted(workers), key=busy.count)
         batch = waiting.pop(0)
-        future = submit(batch, len(waiting))
-        live[future.key] = (future, batch)
+        future = submit(batch, len(waiting), worker)
+        live[future.key] = (future, batch, worker)
+        return True
+
+    def fill():
+        while waiting and len(live) < limit and start_next():
+            pass
+
+    def look_at_cluster():
+        nonlocal seen_worker, alone_since, polled, workers
+        polled = time.monotonic()
+        # the workers first: the death of every worker missing here is in the log read next
+        workers = set(client.nthreads())
+        for worker, keys in deaths.poll():
+            for key in keys & set(live):
+                future, batch, _ = live.pop(key)
+                client.cancel([future])
+                deaths.blame(batch)
+                failed.append((batch, _WorkerDied(worker)))
+        for key, (future, batch, bound) in list(live.items()):
+            if bound is not None and bound not in workers:  # left before it started
+                del live[key]
+                client.cancel([future])
+                waiting.insert(0, batch)
+        if deaths.count > WORKER_DEATH_LIMIT:
+            raise _Stopped(f"{deaths.count} Dask workers died while evaluating its points "
+                           f"(more than jitterlab.sweep.WORKER_DEATH_LIMIT = "
+                           f"{WORKER_DEATH_LIMIT})")
+        fill()
+        if workers:
+            seen_worker, alone_since = True, None
+            return
+        if not seen_worker:  # workers still to come (batch jobs queued): wait for them
+            return
+        alone_since = alone_since or polled
+        if deaths.last is not None and polled - max(alone_since, deaths.last) > RESTART_TIMEOUT:
+            raise _Stopped(f"every Dask worker died ({_count(deaths.count, 'death')}) and "
+                           f"none was started again within jitterlab.sweep.RESTART_TIMEOUT = "
+                           f"{RESTART_TIMEOUT:g} s")
+        if polled - alone_since > NO_WORKER_TIMEOUT:
+            raise _ClusterGone
 
     try:
-        for _ in range(min(limit, len(waiting))):
-            start_next()
-        while live:
+        look_at_cluster()
+        while live or waiting:
             try:
-                done = wait([future for future, _ in live.values()], timeout=_POLL_SECONDS,
-                            return_when="FIRST_COMPLETED").done
+                done = wait([future for future, _, _ in live.values()],
+                            timeout=_POLL_SECONDS, return_when="FIRST_COMPLETED").done
             except TimeoutError:
                 done = ()
-            if not done:
-                if client.nthreads():
-                    seen_worker, alone_since = True, None
-                elif seen_worker:
-                    alone_since = alone_since or time.monotonic()
-                    if time.monotonic() - alone_since > NO_WORKER_TIMEOUT:
-                        client.cancel([future for future, _ in live.values()])
-                        raise _ClusterGone
-                continue
-            seen_worker, alone_since = True, None
+            if done:
+                seen_worker, alone_since = True, None
             for future in done:
+                if future.key not in live:  # taken back after its worker died
+                    continue
                 batch = live[future.key][1]
                 try:
                     results = future.result(timeout=_RESULT_SECONDS)
@@ -528,10 +666,13 @@ def _run_tasks(client, submit, batches, limit, outcomes, bar):
                     bar.update(len(batch))
                 del live[future.key]
                 future.release()
-                if waiting:
-                    start_next()
+                fill()
+            if not live:  # bound tasks waiting for a worker
+                time.sleep(_POLL_SECONDS)
+            if not done or time.monotonic() - polled >= _POLL_SECONDS:
+                look_at_cluster()
     except BaseException:
-        client.cancel([future for future, _ in live.values()])
+        client.cancel([future for future, _, _ in live.values()])
         raise
     return failed
 
@@ -544,7 +685,8 @@ def _run_dask(client, func, fixed, points, seeds, bar, points_per_task=None):
     result could not be sent back — is split: each of its points is run again as its own
     task, at most one per worker thread at a time; a point whose task fails then is run
     once more with nothing else on the cluster, so that only the point that kills a
-    worker is reported (healthy points that shared a worker with it are not).
+    worker is reported (healthy points that shared a worker with it are not). Raises
+    :class:`_Stopped` (with the outcomes so far) when workers die too often or none is left.
     """
     # the fixed arguments as the result of a task, not scattered data: when every worker
     # that holds them dies, the scheduler computes them again instead of losing them
@@ -552,29 +694,35 @@ def _run_dask(client, func, fixed, points, seeds, bar, points_per_task=None):
     fixed_future = client.submit(_identity, fixed, pure=False) if fixed else {}
     threads = sum(client.nthreads().values()) or 1
 
-    def submit(batch, priority):
+    def submit(batch, priority, worker=None):
+        bound = {} if worker is None else {"workers": [worker], "allow_other_workers": False}
         return client.submit(_evaluate_batch, func, fixed_future,
                              [(points[i], seeds[i]) for i in batch], pure=False,
-                             priority=priority)
+                             priority=priority, **bound)
 
     outcomes = [None] * len(points)
+    deaths = _Deaths(client)
     try:
         try:
             batches = [batch.tolist()
                        for batch in _batches(len(points), points_per_task, threads)]
-            failed = _run_tasks(client, submit, batches, len(batches), outcomes, bar)
+            failed = _run_tasks(client, submit, batches, len(batches), outcomes, bar, deaths)
             if failed:  # every point of a failed task on its own
                 singles = [[index] for batch, _ in failed for index in batch]
                 logger.info("%d sweep tasks failed (%s); running their %d points one per "
                             "task", len(failed), failed[0][1], len(singles))
                 concurrency = max(1, min(threads, len(singles)))
-                failed = _run_tasks(client, submit, singles, concurrency, outcomes, bar)
+                failed = _run_tasks(client, submit, singles, concurrency, outcomes, bar,
+                                    deaths, pin=True)
                 if failed and concurrency > 1:  # alone on the cluster: only a culprit fails
                     failed = _run_tasks(client, submit, [batch for batch, _ in failed], 1,
-                                        outcomes, bar)
+                                        outcomes, bar, deaths, pin=True)
         except _ClusterGone as gone:
             failed = [([index], gone) for index, outcome in enumerate(outcomes)
                       if outcome is None]
+        except _Stopped as stopped:
+            stopped.outcomes, stopped.blamed = outcomes, deaths.points
+            raise
         for batch, error in failed:
             for index in batch:
                 outcomes[index] = _Outcome(error=_task_error(error))
@@ -589,11 +737,40 @@ def _task_error(error) -> str:
     """The text recorded for a point whose own task failed on the cluster."""
     if isinstance(error, _ClusterGone):
         return str(error)
-    text = f"{type(error).__name__}: {error}"
-    if type(error).__name__ == "KilledWorker":
-        return (f"{text} (the worker process died while evaluating this point alone: a "
-                f"crash, the out-of-memory killer or an exit in the function)")
-    return text
+    if isinstance(error, _WorkerDied) or type(error).__name__ == "KilledWorker":
+        return (f"{type(error).__name__}: the Dask worker process died while evaluating this "
+                f"point alone: a crash, the out-of-memory killer, the nanny's memory limit or "
+                f"an exit in the function")
+    return f"{type(error).__name__}: {error}"
+
+
+def _count(number: int, noun: str) -> str:
+    """``number`` and ``noun``, plural unless 1: "1 death", "3 deaths"."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def _stopped_error(stopped: _Stopped, point_labels: list, partial) -> SweepWorkerError:
+    """The error of a sweep that stopped because workers died under its points.
+
+    Names the points that were on a worker when it died (running, or queued behind the
+    running one) and were not computed since.
+    """
+    outcomes = stopped.outcomes
+    done = sum(outcome is not None and outcome.error is None for outcome in outcomes)
+    blamed = sorted(((index, deaths) for index, deaths in stopped.blamed.items()
+                     if outcomes[index] is None or outcomes[index].error is not None),
+                    key=lambda item: (-item[1], item[0]))
+    shown = "; ".join(f"{_describe(point_labels[index])} ({_count(deaths, 'death')})"
+                      for index, deaths in blamed[:10])
+    if len(blamed) > 10:
+        shown += f"; and {len(blamed) - 10} more"
+    computed = (f"{done} of {len(point_labels)} points were computed (in this error's "
+                f".partial, the others NaN)" if done else
+                f"none of the {len(point_labels)} points was computed")
+    return SweepWorkerError(
+        f"the Dask sweep stopped: {stopped}. Points on the workers when they died, not "
+        f"computed since: {shown or 'none known (the scheduler did not say)'}. {computed}. "
+        f"{_KILLED_ADVICE}.", partial)
 
 
 def _client_for(client):
@@ -750,15 +927,21 @@ def sweep(func: Callable[..., xr.Dataset], grid: Mapping[str, Sequence], /, clie
         the call is ambiguous: ``func`` has an argument named like an option of ``sweep``
         that the call gives (``sweep(wavefront_simulate, grid, progress=False)``) and
         ``func``'s own is not given by ``fixed=`` or :func:`functools.partial`.
+    SweepWorkerError
+        On Dask, more than :data:`WORKER_DEATH_LIMIT` workers died under the sweep's points,
+        or every worker died and none was started again within :data:`RESTART_TIMEOUT`:
+        the message names the points that were being evaluated on the workers that died and
+        what to do (fewer workers, more memory per worker, smaller points or tasks); the
+        points computed until then are in its ``partial``.
 
     Warns
     -----
     SweepWarning
         Some points raised an exception, returned something else than a Dataset, or (on
         Dask) killed their worker; they are listed with their parameters and left NaN
-        (integer variables become float). On Dask, a task whose worker died is split and
-        its points run again one per task, so that only the point that kills a worker
-        fails.
+        (integer variables become float). On Dask, a task whose worker died is taken back
+        at once (not left to the scheduler's ``allowed-failures`` retries), split, and its
+        points run again one per task, so that only the point that kills a worker fails.
     Warnings raised by ``func``
         Re-emitted once per distinct message, with the number of points that raised it.
 
@@ -826,16 +1009,41 @@ def sweep(func: Callable[..., xr.Dataset], grid: Mapping[str, Sequence], /, clie
 
     client, close = _client_for(client)
     bar = _progress_bar(len(points), progress)
+    stopped = None
     try:
         if client is None:
             outcomes = _run_serial(func, fixed, points, seeds, bar)
         else:
             outcomes = _run_dask(client, func, fixed, points, seeds, bar, points_per_task)
+    except _Stopped as error:
+        stopped = error
     finally:
         bar.close()
         close()
+    run = (func, point_labels, coords, rules, seeds if pass_rng else None, entropy)
+    if stopped is not None:  # workers died: an error, with what was computed
+        outcomes = [outcome or _Outcome(error="not evaluated: the sweep stopped")
+                    for outcome in stopped.outcomes]
+        partial = None
+        if any(outcome.error is None for outcome in outcomes):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    partial = _assemble(outcomes, *run)
+                except (TypeError, ValueError):  # nothing usable: the error says enough
+                    partial = None
+        raise _stopped_error(stopped, point_labels, partial) from None
+    return _assemble(outcomes, *run)
 
-    stripped, failed, warned, unusable = [None] * len(points), [], {}, []
+
+def _assemble(outcomes, func, point_labels, coords, rules, seeds, entropy) -> xr.Dataset:
+    """The sweep's Dataset from the points' outcomes (in grid order); warns of failures.
+
+    ``seeds`` is None when no seeds were passed.
+    """
+    names = list(coords)
+    shape = tuple(len(labels) for labels in coords.values())
+    stripped, failed, warned, unusable = [None] * len(point_labels), [], {}, []
     for index, outcome in enumerate(outcomes):
         for category, message in outcome.warnings:
             warned.setdefault((category, message), []).append(index)
@@ -850,36 +1058,38 @@ def sweep(func: Callable[..., xr.Dataset], grid: Mapping[str, Sequence], /, clie
             logger.info("sweep point %s failed: %s", _describe(point_labels[index]), outcome.error)
     for (category, message), where in warned.items():
         first = _describe(point_labels[where[0]])
-        warnings.warn(f"{message} [at {len(where)} of {len(points)} sweep points, first at "
-                      f"{first}]", category, stacklevel=2)
-    if len(failed) == len(points):
-        if len(unusable) == len(points) and len({type(e) for e in unusable}) == 1:
+        warnings.warn(f"{message} [at {len(where)} of {len(point_labels)} sweep points, first at "
+                      f"{first}]", category, stacklevel=3)
+    if len(failed) == len(point_labels):
+        if len(unusable) == len(point_labels) and len({type(e) for e in unusable}) == 1:
             # the same misuse at every point (func returns no Dataset, a swept name is a
             # variable of the result): that error, as if checked before the run
             raise type(unusable[0])(str(unusable[0]))
         details = "; ".join(f"{_describe(point_labels[i])}: {outcomes[i].error}"
                             for i in failed[:5])
-        raise ValueError(f"all {len(points)} points of the sweep failed ({details})")
+        raise ValueError(f"all {len(point_labels)} points of the sweep failed ({details})")
     if failed:
         missing = _nan_like(next(ds for ds in stripped if ds is not None))
         for index in failed:
             stripped[index] = missing
         listing = "\n".join(f"  {_describe(point_labels[i])}: {outcomes[i].error}" for i in failed)
-        warnings.warn(f"{len(failed)} of {len(points)} sweep points failed and are NaN in "
+        if any("worker process died" in outcomes[i].error for i in failed):
+            listing += f"\n{_KILLED_ADVICE}."
+        warnings.warn(f"{len(failed)} of {len(point_labels)} sweep points failed and are NaN in "
                       f"the result (attribute sweep_failed):\n{listing}", SweepWarning,
-                      stacklevel=2)
+                      stacklevel=3)
 
     result = _stack(stripped, coords)
     for name in names:
         result[name].attrs["sweep_label"] = {
             None: "grid value", "repr": "repr() of the grid value",
             "labels": "given by labels="}[rules[name]]
-    if pass_rng:
+    if seeds is not None:
         result = result.assign_coords(point_seed=(names, np.reshape(seeds, shape), {
             "long_name": "seed passed as rng= at this point"}))
     result.attrs.update({"sweep_function": _function_name(func),
                          "sweep_points": math.prod(shape)})
-    if pass_rng:
+    if seeds is not None:
         result.attrs["sweep_seed"] = str(entropy)
     if failed:
         result.attrs["sweep_failed"] = [f"{_describe(point_labels[i])}: {outcomes[i].error}"

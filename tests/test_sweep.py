@@ -506,22 +506,43 @@ def exits_at_three(k, work, offset):
 
 
 @pytest.fixture
-def fragile_client():
-    """Two one-thread worker processes; a task fails at the first worker that dies under it
-    (allowed-failures 0, instead of Dask's 3, so that each round costs one restart)."""
+def fragile_cluster():
+    """Two one-thread worker processes with Dask's default allowed-failures (3): the sweep
+    must take a task back at the first worker that dies under it, not after four."""
     distributed = pytest.importorskip("distributed")
     import dask
 
+    assert dask.config.get("distributed.scheduler.allowed-failures") == 3
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
-            cluster = local_cluster(n_workers=2)
+        cluster = local_cluster(n_workers=2)
         dask_client = distributed.Client(cluster)
-    yield dask_client
+    yield cluster, dask_client
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         dask_client.close()
         cluster.close()
+
+
+@pytest.fixture
+def fragile_client(fragile_cluster):
+    return fragile_cluster[1]
+
+
+def run_with_timeout(call, seconds):
+    """``call()``'s result or exception, failing the test if it takes over ``seconds``."""
+    import concurrent.futures
+
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        return pool.submit(call).result(timeout=seconds)
+    finally:
+        pool.shutdown(wait=False)
+
+
+def worker_deaths(client):
+    return sum(message.get("action") == "remove-worker" and not message.get("expected")
+               for _, message in client.get_events("all"))
 
 
 def test_a_point_that_kills_its_worker_fails_alone_and_the_sweep_ends(fragile_client):
@@ -545,8 +566,85 @@ def test_a_point_that_kills_its_worker_fails_alone_and_the_sweep_ends(fragile_cl
     expected[3, 1] = np.nan
     np.testing.assert_array_equal(result["value"].values, expected)
     assert [text.split(":")[0] for text in result.attrs["sweep_failed"]] == ["k=3, work=2.0"]
-    assert all("KilledWorker" in text for text in result.attrs["sweep_failed"])
-    assert any(issubclass(w.category, SweepWarning) for w in caught)
+    assert all("worker process died while evaluating this point alone" in text
+               for text in result.attrs["sweep_failed"])
+    warned = [str(w.message) for w in caught if issubclass(w.category, SweepWarning)]
+    assert warned and "fewer workers" in warned[0] and "memory_limit" in warned[0]
+    # one death in each of the rounds where the point runs bound to one worker (single,
+    # alone), not the four of allowed-failures 3 (the scheduler's cap, which only the first,
+    # unbound round can still reach when the sweep sees the deaths late): 12 before
+    assert 3 <= worker_deaths(fragile_client) <= 4 + 1 + 1
+
+
+def exits_always(k):
+    """Kills its worker at every point, as points too big for a worker's memory would."""
+    if k >= 0:
+        os._exit(1)
+    return xr.Dataset({"value": ((), float(k))})
+
+
+def test_a_sweep_whose_points_all_kill_workers_stops_fast_naming_them(fragile_client,
+                                                                      monkeypatch):
+    monkeypatch.setattr(sweep_module, "WORKER_DEATH_LIMIT", 3)
+    grid = {"k": [-2, -1, 0, 1, 2, 3]}  # two healthy points, four killers
+
+    def run():
+        with pytest.raises(sweep_module.SweepWorkerError) as caught:
+            sweep(exits_always, grid, client=fragile_client, progress=False,
+                  points_per_task=1)
+        return caught.value
+
+    error = run_with_timeout(run, 300)  # each death costs a worker restart (up to ~25 s)
+    text = str(error)
+    assert "Dask workers died while evaluating its points (more than " in text
+    assert "WORKER_DEATH_LIMIT = 3" in text
+    assert any(f"k={k} (" in text for k in range(4))  # the killers, with their deaths
+    for advice in ("fewer workers", "memory_limit", "points_per_task=1"):
+        assert advice in text
+    # stopped at the limit (each of the two workers may die once more before the sweep
+    # looks again, twice on a loaded machine), not four deaths per killing point
+    assert worker_deaths(fragile_client) <= 3 + 4
+    if error.partial is not None:  # the healthy points, where they ran before the stop
+        values = error.partial["value"].values
+        assert np.isnan(values[2:]).all()
+        np.testing.assert_array_equal(values[:2][~np.isnan(values[:2])],
+                                      np.array([-2.0, -1.0])[~np.isnan(values[:2])])
+
+
+async def _cannot_start(*args, **kwargs):
+    raise RuntimeError("test: this nanny cannot start a worker any more")
+
+
+def test_a_cluster_left_without_workers_by_deaths_stops_the_sweep_fast(monkeypatch):
+    distributed = pytest.importorskip("distributed")
+    monkeypatch.setattr(sweep_module, "RESTART_TIMEOUT", 2.0)
+    monkeypatch.setattr(sweep_module, "_POLL_SECONDS", 0.2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cluster = local_cluster(n_workers=1)
+        dask_client = distributed.Client(cluster)
+    for nanny in cluster.workers.values():  # as a nanny that gave up restarting its worker
+        nanny.instantiate = _cannot_start
+    grid = {"k": [-3, -2, -1, 0, 1]}
+
+    def run():
+        with pytest.raises(sweep_module.SweepWorkerError) as caught:
+            sweep(exits_always, grid, client=dask_client, progress=False, points_per_task=1)
+        return caught.value
+
+    try:
+        # waited NO_WORKER_TIMEOUT (300 s) before, and then named no point
+        error = run_with_timeout(run, 120)
+    finally:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            dask_client.close()
+            cluster.close()
+    text = str(error)
+    assert "every Dask worker died (1 death) and none was started again within" in text
+    assert "RESTART_TIMEOUT = 2 s" in text
+    assert len([k for k in range(2) if f"k={k} (1 death)" in text]) == 1
+    assert "fewer workers" in text
 
 
 @pytest.mark.parametrize(("n_workers", "error"), [("2", TypeError), (0, ValueError),
