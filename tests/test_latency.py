@@ -115,9 +115,10 @@ def test_no_overwrite_without_force(run):
 def test_killed_run_keeps_its_completed_chunks(tmp_path, capsys):
     output = tmp_path / "killed.nc"
     store = latency.store_path(output)
+    # a run meant to be killed: long, so let it past the limits on duration and memory
     process = subprocess.Popen(latency_command(output, "--barriers", str(10**8)),
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               cwd=tmp_path)
+                               cwd=tmp_path, env={**os.environ, "JITTERLAB_ALLOW_LARGE": "1"})
     started = []
     try:
         deadline = time.monotonic() + 60
@@ -186,6 +187,64 @@ def test_output_must_be_netcdf(tmp_path, name):
     process = run_latency(tmp_path / name, ranks=1)
     assert process.returncode == 2
     assert f"cannot tell the output format from {name!r}" in process.stderr
+
+
+# --------------------------------------------------------------------------------------
+# the limits on duration and memory (issue #19: the only measurement without one)
+# --------------------------------------------------------------------------------------
+def test_planned_seconds_adds_pairs_idle_barriers_and_barriers():
+    # 4 ranks: 6 pairs of (20 + 1000) round trips of 2 µs and an idle barrier each, then
+    # 20 + 10 000 barriers of 5 µs
+    expected = 6 * (1020 * 2e-6 + latency._IDLE_SLEEP) + 10020 * 5e-6
+    assert math.isclose(latency.planned_seconds(4, 1000, 10000, 2e-6, 5e-6), expected)
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    # 2 ranks at 1 ms per round trip (a loaded machine): 4e6 round trips take 4000 s
+    ((2, 4 * 10**6, 10, 1e-3, 1e-6), "would take about 1.11 h, more than the 1 h allowed"),
+    # 1000 ranks: 499 500 pairs, each with its 1 ms idle barrier alone is 500 s; at 5 µs
+    # per round trip (a network) the default 1000 round trips add 2 548 s
+    ((1000, 1000, 10000, 5e-6, 2e-5), "499500 pairs"),
+    # memory: 10^12 round trips of 24 B on rank 0
+    ((2, 10**12, 10, None, None), "would allocate about 24 TB"),
+])
+def test_a_run_over_an_hour_or_the_memory_is_refused_with_the_figure(arguments, message):
+    problem = latency.limit_problem(*arguments)
+    assert message in problem and "fewer round_trips or barriers" in problem
+    assert "allow_large=True" in problem
+
+
+def test_allow_large_lifts_the_duration_limit_but_not_for_ever():
+    assert latency.limit_problem(2, 4 * 10**6, 10, 1e-3, 1e-6, allow_large=True) is None
+    assert latency.limit_problem(2, 1000, 10000, 1e-6, 1e-6) is None  # the defaults
+    assert "would never end" in latency.limit_problem(2, 10, 10, math.inf, 1e-6, True)
+
+
+@needs_mpi
+def test_a_real_run_over_the_limit_is_refused_on_every_rank_before_it_stores(tmp_path):
+    # the limit lowered to 1 ms in both ranks: the warm-up plans more than that
+    output = tmp_path / "l.nc"
+    code = ("import sys, jitterlab.limits as limits; limits.MAX_PLANNED_SECONDS = 1e-3; "
+            "from jitterlab.cli import main; sys.exit(main(sys.argv[1:]))")
+    command = [MPIEXEC, "-n", "2", sys.executable, "-c", code, "measure", "latency",
+               "--output", str(output), "--no-progress"]
+    process = subprocess.run(command, capture_output=True, text=True, timeout=120,
+                             cwd=tmp_path)
+    assert process.returncode == 2, process.stderr
+    assert process.stderr.count("at the warm-up's") == 1, process.stderr  # rank 0 only
+    assert "more than the 1 ms allowed" in process.stderr
+    assert list(tmp_path.iterdir()) == []
+    allowed = subprocess.run(command + ["--round-trips", "50", "--barriers", "50"],
+                             capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                             env={**os.environ, "JITTERLAB_ALLOW_LARGE": "1"})
+    assert allowed.returncode == 0, allowed.stderr
+    assert latency.read_latency(output).sizes["exchange"] == 50
+
+
+def test_allow_large_must_be_a_bool(tmp_path):
+    with pytest.raises(TypeError, match="allow_large must be True or False, got 'yes'"):
+        latency.latency_benchmark(tmp_path / "l.nc", allow_large="yes")
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [

@@ -41,6 +41,7 @@ import numpy as np
 from scipy import stats
 from tqdm import tqdm
 
+from .. import limits
 from . import _chunks
 from ._machine import check_integer, pinned, utc_now
 from ._mpi import (
@@ -64,7 +65,8 @@ from ._ranks import (
 from ._tsc import calibrate_tsc, check_cycle_counter, read_tsc
 from .detour import _DeferredInterrupt
 
-__all__ = ["latency_benchmark", "read_latency", "write_latency", "summarize_latency",
+__all__ = ["latency_benchmark", "planned_seconds", "limit_problem", "read_latency",
+           "write_latency", "summarize_latency",
            "is_latency_file", "store_path", "target_problem", "MESSAGE_BYTES", "SOURCE"]
 
 logger = logging.getLogger(__name__)
@@ -159,10 +161,59 @@ def _check_arguments(output, round_trips, barriers) -> tuple[Path, int, int]:
     return output, round_trips, barriers
 
 
+#: bytes per timed round trip or barrier that rank 0 holds: the chunks' cycles, then the
+#: Dataset's seconds (read back from the chunk store and the file)
+_BYTES_PER_SAMPLE = 24
+
+
+def planned_seconds(n_ranks: int, round_trips: int, barriers: int, round_trip: float,
+                    barrier: float) -> float:
+    """How long a run takes, from the time of one round trip and of one barrier [s].
+
+    Every pair of ranks exchanges its warm-up and timed round trips in turn, each pair
+    ending with an idle barrier that sleeps (:data:`_IDLE_SLEEP`), then all ranks run
+    the warm-up and timed barriers.
+
+    Parameters
+    ----------
+    n_ranks : int
+        Ranks of the run. [-]
+    round_trips, barriers : int
+        The timed round trips per pair and barriers. [-]
+    round_trip, barrier : float
+        Time of one round trip and of one barrier (from the warm-up). [s]
+    """
+    pairs = n_ranks * (n_ranks - 1) / 2
+    return (pairs * ((round_trips + _WARMUP) * round_trip + _IDLE_SLEEP)
+            + (barriers + _WARMUP) * barrier)
+
+
+def limit_problem(n_ranks: int, round_trips: int, barriers: int, round_trip: float | None,
+                  barrier: float | None, allow_large: bool = False) -> str | None:
+    """Why a run may not start (more memory than allowed on rank 0, or longer than
+    :data:`jitterlab.limits.MAX_PLANNED_SECONDS`), or None; the timings are those of the
+    warm-up [s] (None: check the memory only)."""
+    pairs = n_ranks * (n_ranks - 1) // 2
+    what = (f"the latency benchmark with {n_ranks} ranks ({pairs} pair"
+            f"{'' if pairs == 1 else 's'}), round_trips={round_trips}, barriers={barriers}")
+    try:
+        limits.check_memory(_BYTES_PER_SAMPLE * (pairs * round_trips + n_ranks * barriers),
+                            what, "fewer round_trips or barriers (or ranks)", allow_large)
+        if round_trip is not None:
+            seconds = planned_seconds(n_ranks, round_trips, barriers, round_trip, barrier)
+            limits.check_duration(
+                seconds, lambda: f"{what}, at the warm-up's {round_trip * 1e6:.3g} µs per "
+                f"round trip and {barrier * 1e6:.3g} µs per barrier,",
+                "fewer round_trips or barriers (or ranks)", allow_large)
+    except limits.ResourceLimitError as error:
+        return str(error)
+    return None
+
+
 def latency_benchmark(output, round_trips: int = 1000, barriers: int = 10000, comm=None,
                       *, pin: bool = True, overwrite: bool = False,
                       keep_chunks: bool = False, progress: bool = True,
-                      command: str | None = None):
+                      command: str | None = None, allow_large: bool = False):
     """One-way latency τ (ping-pong between rank pairs) and empty-barrier time under MPI.
 
     A collective call: every rank of ``comm`` (at least two) must call it with the same
@@ -191,6 +242,12 @@ def latency_benchmark(output, round_trips: int = 1000, barriers: int = 10000, co
         A tqdm progress bar on rank 0 (stderr), one step per chunk.
     command : str, optional
         Recorded in ``attrs["command"]`` (default: this call).
+    allow_large : bool, default False
+        Run even if the run would take longer than
+        :data:`jitterlab.limits.MAX_PLANNED_SECONDS` (1 h) or need more than half the
+        available memory on rank 0 (``JITTERLAB_ALLOW_LARGE=1`` does the same). The
+        duration is planned from the warm-up's round trip of ranks 0 and 1 and its
+        barriers (:func:`planned_seconds`), logged, and checked before anything is stored.
 
     Returns
     -------
@@ -202,6 +259,9 @@ def latency_benchmark(output, round_trips: int = 1000, barriers: int = 10000, co
     ------
     ValueError
         For bad arguments (the same on every rank) or fewer than two ranks.
+    jitterlab.limits.ResourceLimitError
+        (a ValueError) On every rank, when rank 0 finds that the run would take longer
+        than an hour or more memory than allowed, and ``allow_large`` is False.
     FileExistsError
         If ``output`` or its chunk directory holds an earlier run and ``overwrite`` is
         False (checked by rank 0 before measuring; raised on every rank).
@@ -248,6 +308,7 @@ def latency_benchmark(output, round_trips: int = 1000, barriers: int = 10000, co
     """
     requested = dict(round_trips=round_trips, barriers=barriers)
     output, round_trips, barriers = _check_arguments(output, round_trips, barriers)
+    limits.check_allow_large(allow_large)
     if command is None:
         command = "jitterlab.bench.latency.latency_benchmark(" + ", ".join(
             f"{key}={value!r}" for key, value in requested.items()) + f", output={str(output)!r})"
@@ -262,7 +323,7 @@ def latency_benchmark(output, round_trips: int = 1000, barriers: int = 10000, co
             raise ValueError("the latency benchmark needs at least 2 MPI ranks (run it "
                              "under mpiexec -n 2 or more)")
         return _run(comm, MPI, output, round_trips, barriers, pin, overwrite, keep_chunks,
-                    progress, command)
+                    progress, command, allow_large)
     finally:
         comm.Free()
 
@@ -284,23 +345,63 @@ def _idle_barrier(comm) -> None:
         time.sleep(_IDLE_SLEEP)
 
 
+def _warm_up(comm, MPI, setup, comm_handle, byte, message, status
+             ) -> tuple[float, float] | None:
+    """Median time of a round trip of ranks 0 and 1 and of a barrier of all ranks [s], on
+    rank 0 (None elsewhere): the warm-up that also plans the run's duration."""
+    rank = comm.Get_rank()
+    cycles = np.zeros(_WARMUP, dtype=np.int64)
+    _barrier_loop(setup["barrier"], comm_handle, np.int64(_WARMUP), cycles)
+    barrier = float(np.median(cycles))
+    if rank in (0, 1):
+        done, code = _ping_pong_loop(setup["send"], setup["recv"], comm_handle, message, byte,
+                                     status, np.int32(1 - rank), rank == 0,
+                                     np.int64(_WARMUP), cycles)
+        check_status(MPI, code)
+    _idle_barrier(comm)
+    if rank != 0:
+        return None
+    frequency = setup["frequency_hz"]
+    return float(np.median(cycles)) / frequency, barrier / frequency
+
+
 def _run(comm, MPI, output, round_trips, barriers, pin, overwrite, keep_chunks, progress,
-         command):
+         command, allow_large=False):
     rank, size = comm.Get_rank(), comm.Get_size()
     root = rank == 0
     store = store_path(output)
     problem = comm.bcast(target_problem(output, overwrite) if root else None, root=0)
     if problem is not None:
         raise FileExistsError(problem)
+    problem = comm.bcast(limit_problem(size, round_trips, barriers, None, None, allow_large)
+                         if root else None, root=0)
+    if problem is not None:
+        raise limits.ResourceLimitError(problem)
     placement = ranks_and_cpus(comm, pin)
     if root and placement["oversubscribed"]:
         logger.warning("more MPI ranks than CPUs on a host: the ranks share CPUs, so the "
                        "latencies include waiting for a descheduled rank")
-    pairs = [(i, j) for i in range(size) for j in range(i + 1, size)]
-    barrier_chunks = [min(_BARRIER_CHUNK, barriers - start)
-                      for start in range(0, barriers, _BARRIER_CHUNK)]
+    pairs = ((i, j) for i in range(size) for j in range(i + 1, size))
+    barrier_chunks = (min(_BARRIER_CHUNK, barriers - start)
+                      for start in range(0, barriers, _BARRIER_CHUNK))
+    n_chunks = size * (size - 1) // 2 + -(-barriers // _BARRIER_CHUNK)
     with _DeferredInterrupt() as interrupt, pinned(placement["this_cpu"]):
         setup = collectively(comm, _set_up_rank, MPI)
+        comm_handle = handle(MPI, comm)
+        byte = handle(MPI, MPI.BYTE)
+        message = np.zeros(MESSAGE_BYTES, dtype=np.uint8)
+        status = np.zeros(STATUS_WORDS, dtype=np.int64)
+        timings = _warm_up(comm, MPI, setup, comm_handle, byte, message, status)
+        problem = None
+        if root:
+            logger.info("planned: about %s (%s per round trip, %s per barrier in the warm-up)",
+                        limits.format_duration(planned_seconds(size, round_trips, barriers,
+                                                               *timings)),
+                        limits.format_duration(timings[0]), limits.format_duration(timings[1]))
+            problem = limit_problem(size, round_trips, barriers, *timings, allow_large)
+        problem = comm.bcast(problem, root=0)
+        if problem is not None:
+            raise limits.ResourceLimitError(problem)
         per_rank = comm.gather({key: setup[key] for key in
                                 ("frequency_hz", "tsc_calibration_spread", "tsc_invariant")},
                                root=0)
@@ -308,13 +409,9 @@ def _run(comm, MPI, output, round_trips, barriers, pin, overwrite, keep_chunks, 
                     if root else None)
         writer = collectively(comm, lambda: _chunks.ChunkWriter(
             store, metadata, kind=KIND, overwrite=overwrite) if root else None)
-        comm_handle = handle(MPI, comm)
-        byte = handle(MPI, MPI.BYTE)
-        message = np.zeros(MESSAGE_BYTES, dtype=np.uint8)
-        status = np.zeros(STATUS_WORDS, dtype=np.int64)
         ping_pong = np.zeros(max(round_trips, _WARMUP), dtype=np.int64)
-        barrier_out = np.zeros(max(barrier_chunks[0], _WARMUP), dtype=np.int64)
-        bar = tqdm(total=len(pairs) + len(barrier_chunks), unit="chunk",
+        barrier_out = np.zeros(max(min(barriers, _BARRIER_CHUNK), _WARMUP), dtype=np.int64)
+        bar = tqdm(total=n_chunks, unit="chunk",
                    desc=f"latency {size} ranks", disable=not (progress and root))
         chunks = 0
         interrupted = False
