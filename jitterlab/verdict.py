@@ -281,7 +281,7 @@ class InInterval:
         _check_level(self.level, "InInterval")
 
     def describe(self) -> str:
-        return f"reference in the prediction's {100 * self.level:g} % interval"
+        return f"reproduced if the reference lies in the prediction's {100 * self.level:g} % interval"
 
     def judge(self, prediction: Prediction, reference: Reference) -> tuple[str, dict]:
         _no_bound(reference, "InInterval")
@@ -313,7 +313,8 @@ class Consistent:
         _check_level(self.level, "Consistent")
 
     def describe(self) -> str:
-        return f"difference within the {100 * self.level:g} % band of the combined errors"
+        return (f"reproduced if the difference lies within the {100 * self.level:g} % band of the "
+                "combined errors")
 
     def judge(self, prediction: Prediction, reference: Reference) -> tuple[str, dict]:
         _no_bound(reference, "Consistent")
@@ -346,7 +347,7 @@ class RelativeDifference:
                              f"tolerance ({self.tolerance})")
 
     def describe(self) -> str:
-        text = f"relative difference < {100 * self.tolerance:g} %"
+        text = f"reproduced if the relative difference < {100 * self.tolerance:g} %"
         if self.partly is not None:
             text += f" (partly: < {100 * self.partly:g} %)"
         return text
@@ -375,7 +376,7 @@ class SameSignAndOrder:
             raise ValueError(f"SameSignAndOrder: factor must be > 1, got {self.factor}")
 
     def describe(self) -> str:
-        return f"same sign and within a factor {self.factor:g}"
+        return f"reproduced if of the same sign and within a factor {self.factor:g}"
 
     def judge(self, prediction: Prediction, reference: Reference) -> tuple[str, dict]:
         _no_bound(reference, "SameSignAndOrder")
@@ -400,7 +401,7 @@ class WithinBound:
     """
 
     def describe(self) -> str:
-        return "prediction within the reference's limit"
+        return "reproduced if the prediction's interval lies within the reference's limit"
 
     def judge(self, prediction: Prediction, reference: Reference) -> tuple[str, dict]:
         if reference.bound is None:
