@@ -52,3 +52,7 @@ __all__ = [
 from .schedules import Schedule, read_goal  # noqa: E402  (GOAL schedules, issue #23)
 
 __all__ += ["Schedule", "read_goal"]
+
+from .schedules import LogGOPS, simulate_schedule  # noqa: E402  (GOAL schedules, issue #23)
+
+__all__ += ["LogGOPS", "simulate_schedule"]

@@ -1,0 +1,689 @@
+"""numba kernel of the schedule simulator: LogGOPSim's event loop on columnar arrays.
+
+Arrays in, arrays out; times are integers in ticks (1 tick = ``resolution`` seconds,
+chosen by the caller), so that simultaneous events are exactly simultaneous, as in
+LogGOPSim's integer nanoseconds. The loop follows LogGOPSim (Hoefler, Schneider &
+Lumsdaine, HPDC 2010; its ``LogGOPSim.cpp`` built with ``STRICT_ORDER`` and
+``LIST_MATCH``) step by step:
+
+* one event queue ordered by (time, creation stamp); a retried event keeps its stamp;
+* an operation becomes ready when its requires (finished) and irequires (started)
+  are met; the ready operations of one host, gathered while one event is handled,
+  are ordered by kind (send, recv, calc) with the same unstable sort as libstdc++'s
+  ``std::sort``, so equal kinds keep LogGOPSim's order;
+* per host: a next-free time of each CPU (o, O, calc) and, per NIC, of sending and of
+  receiving (g, G); a send needs its CPU and NIC free, costs o + (s−1)·O of CPU and
+  g + (s−1)·G of NIC, and puts a message on the wire that arrives o + L after the send
+  began; the receiver takes the message when its CPU and NIC are free, for
+  o + max((s−1)·O, (s−1)·G) of CPU and g + (s−1)·G of NIC (progress on arrival);
+* matching by source and tag in posting order (unexpected and posted queues); a send
+  of s <= S bytes is done once sent (eager), a larger one when matched (rendezvous);
+* noise: mode 1 LogGOPSim's ``--noise-trace`` rule (``Noise::get_noise``: the rest of
+  a detour under way at the start of the CPU time, plus every detour that begins
+  inside it, with no detour counted within a detour), mode 2 one δ per CPU use.
+
+The plain-Python twin is :func:`jitterlab.testing.schedule_reference` … (see
+tests/test_schedules.py, which checks the kernel against LogGOPSim's own outputs).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+__all__ = ["simulate_arrays", "channels", "successors", "NO_NOISE", "TRACE", "DELTA"]
+
+NO_NOISE, TRACE, DELTA = 0, 1, 2
+_SEND, _RECV, _CALC = 1, 2, 3
+_THRESHOLD = 16  # libstdc++ std::sort: _S_threshold
+
+
+# --------------------------------------------------------------------------------------
+# libstdc++'s std::sort (GCC 12, bits/stl_algo.h and stl_heap.h) on buf[lo:hi], key
+# kind[buf[i]]: the order it leaves equal kinds in is part of LogGOPSim's semantics.
+
+@numba.njit(cache=True, inline="always")
+def _less(kind, a, b):
+    return kind[a] < kind[b]
+
+
+@numba.njit(cache=True)
+def _adjust_heap(buf, first, hole, length, value, kind):
+    top = hole
+    second = hole
+    while second < (length - 1) // 2:
+        second = 2 * (second + 1)
+        if _less(kind, buf[first + second], buf[first + second - 1]):
+            second -= 1
+        buf[first + hole] = buf[first + second]
+        hole = second
+    if (length & 1) == 0 and second == (length - 2) // 2:
+        second = 2 * (second + 1)
+        buf[first + hole] = buf[first + second - 1]
+        hole = second - 1
+    parent = (hole - 1) // 2
+    while hole > top and _less(kind, buf[first + parent], value):
+        buf[first + hole] = buf[first + parent]
+        hole = parent
+        parent = (hole - 1) // 2
+    buf[first + hole] = value
+
+
+@numba.njit(cache=True)
+def _heap_sort(buf, first, last, kind):
+    length = last - first
+    if length >= 2:
+        parent = (length - 2) // 2
+        while True:
+            _adjust_heap(buf, first, parent, length, buf[first + parent], kind)
+            if parent == 0:
+                break
+            parent -= 1
+    while last - first > 1:
+        last -= 1
+        value = buf[last]
+        buf[last] = buf[first]
+        _adjust_heap(buf, first, 0, last - first, value, kind)
+
+
+@numba.njit(cache=True)
+def _introsort_loop(buf, first, last, depth, kind):
+    """libstdc++'s __introsort_loop; its recursion into the right part becomes a stack
+    (the parts are disjoint, so the order they are sorted in changes nothing)."""
+    stack = np.empty((128, 3), dtype=np.int64)
+    top = 0
+    stack[0, 0], stack[0, 1], stack[0, 2] = first, last, depth
+    top = 1
+    while top > 0:
+        top -= 1
+        first, last, depth = stack[top, 0], stack[top, 1], stack[top, 2]
+        while last - first > _THRESHOLD:
+            if depth == 0:
+                _heap_sort(buf, first, last, kind)
+                break
+            depth -= 1
+            a, b, c = first + 1, first + (last - first) // 2, last - 1
+            if _less(kind, buf[a], buf[b]):
+                if _less(kind, buf[b], buf[c]):
+                    pick = b
+                elif _less(kind, buf[a], buf[c]):
+                    pick = c
+                else:
+                    pick = a
+            elif _less(kind, buf[a], buf[c]):
+                pick = a
+            elif _less(kind, buf[b], buf[c]):
+                pick = c
+            else:
+                pick = b
+            buf[first], buf[pick] = buf[pick], buf[first]
+            lo, hi = first + 1, last
+            while True:
+                while _less(kind, buf[lo], buf[first]):
+                    lo += 1
+                hi -= 1
+                while _less(kind, buf[first], buf[hi]):
+                    hi -= 1
+                if not lo < hi:
+                    break
+                buf[lo], buf[hi] = buf[hi], buf[lo]
+                lo += 1
+            stack[top, 0], stack[top, 1], stack[top, 2] = lo, last, depth
+            top += 1
+            last = lo
+
+
+@numba.njit(cache=True)
+def _linear_insert(buf, i, kind):
+    value = buf[i]
+    j = i - 1
+    while _less(kind, value, buf[j]):
+        buf[j + 1] = buf[j]
+        j -= 1
+    buf[j + 1] = value
+
+
+@numba.njit(cache=True)
+def _insertion_sort(buf, first, last, kind):
+    for i in range(first + 1, last):
+        if _less(kind, buf[i], buf[first]):
+            value = buf[i]
+            for j in range(i, first, -1):
+                buf[j] = buf[j - 1]
+            buf[first] = value
+        else:
+            _linear_insert(buf, i, kind)
+
+
+@numba.njit(cache=True)
+def std_sort(buf, first, last, kind):
+    """Sort ``buf[first:last]`` by ``kind[buf[i]]`` exactly as libstdc++'s std::sort."""
+    n = last - first
+    if n < 2:
+        return
+    depth = 0
+    while (1 << (depth + 1)) <= n:
+        depth += 1
+    _introsort_loop(buf, first, last, 2 * depth, kind)
+    if n > _THRESHOLD:
+        _insertion_sort(buf, first, first + _THRESHOLD, kind)
+        for i in range(first + _THRESHOLD, last):
+            _linear_insert(buf, i, kind)
+    else:
+        _insertion_sort(buf, first, last, kind)
+
+
+# --------------------------------------------------------------------------------------
+# the event queue: a binary heap of (time, stamp, code), smallest (time, stamp) on top
+
+@numba.njit(cache=True, inline="always")
+def _before(ht, hs, a, b):
+    return ht[a] < ht[b] or (ht[a] == ht[b] and hs[a] < hs[b])
+
+
+@numba.njit(cache=True)
+def _push(ht, hs, hc, size, time, stamp, code):
+    child = size
+    while child > 0:
+        parent = (child - 1) >> 1
+        pt = ht[parent]
+        if time < pt or (time == pt and stamp < hs[parent]):
+            ht[child] = pt
+            hs[child] = hs[parent]
+            hc[child] = hc[parent]
+            child = parent
+        else:
+            break
+    ht[child] = time
+    hs[child] = stamp
+    hc[child] = code
+
+
+@numba.njit(cache=True)
+def _pop(ht, hs, hc, size):
+    """Remove the top (the caller read it); ``size`` is the size before the pop."""
+    size -= 1
+    time, stamp, code = ht[size], hs[size], hc[size]
+    parent = 0
+    while True:
+        child = 2 * parent + 1
+        if child >= size:
+            break
+        if child + 1 < size and _before(ht, hs, child + 1, child):
+            child += 1
+        ct = ht[child]
+        if ct < time or (ct == time and hs[child] < stamp):
+            ht[parent] = ct
+            hs[parent] = hs[child]
+            hc[parent] = hc[child]
+            parent = child
+        else:
+            break
+    ht[parent] = time
+    hs[parent] = stamp
+    hc[parent] = code
+
+
+@numba.njit(cache=True)
+def _grown(array):
+    bigger = np.empty(2 * array.size, dtype=array.dtype)
+    bigger[:array.size] = array
+    return bigger
+
+
+# --------------------------------------------------------------------------------------
+# set-up helpers
+
+@numba.njit(cache=True)
+def _mix(a, b, c):
+    h = np.uint64(a) * np.uint64(0x9E3779B97F4A7C15)
+    h ^= np.uint64(b) + np.uint64(0x632BE59BD9B4E019) + (h << np.uint64(6)) + (h >> np.uint64(2))
+    h ^= np.uint64(c) * np.uint64(0xBF58476D1CE4E5B9)
+    h ^= h >> np.uint64(31)
+    return h
+
+
+@numba.njit(cache=True)
+def channels(kind, rank, peer, tag):
+    """Channel of every send and receive: one id per (receiver, sender, tag) [−1 for a
+    calc], and the number of channels (an open-addressing hash table)."""
+    n = kind.size
+    comm = 0
+    for i in range(n):
+        if kind[i] != _CALC:
+            comm += 1
+    capacity = 16
+    while capacity < 2 * comm:
+        capacity *= 2
+    mask = np.uint64(capacity - 1)
+    k1 = np.empty(capacity, dtype=np.int64)
+    k2 = np.empty(capacity, dtype=np.int64)
+    k3 = np.empty(capacity, dtype=np.int64)
+    ids = np.full(capacity, -1, dtype=np.int64)
+    out = np.full(n, -1, dtype=np.int64)
+    count = 0
+    for i in range(n):
+        if kind[i] == _CALC:
+            continue
+        if kind[i] == _SEND:
+            receiver, sender = np.int64(peer[i]), np.int64(rank[i])
+        else:
+            receiver, sender = np.int64(rank[i]), np.int64(peer[i])
+        t = tag[i]
+        slot = _mix(receiver, sender, t) & mask
+        while True:
+            s = np.int64(slot)
+            if ids[s] < 0:
+                ids[s] = count
+                k1[s], k2[s], k3[s] = receiver, sender, t
+                out[i] = count
+                count += 1
+                break
+            if k1[s] == receiver and k2[s] == sender and k3[s] == t:
+                out[i] = ids[s]
+                break
+            slot = (slot + np.uint64(1)) & mask
+    return out, count
+
+
+@numba.njit(cache=True)
+def successors(n, offsets, targets):
+    """Reverse a CSR of "i waits for targets": for every operation b the operations that
+    wait for it, in increasing index order; and each operation's number of waits."""
+    counts = np.zeros(n + 1, dtype=np.int64)
+    for k in range(targets.size):
+        counts[targets[k] + 1] += 1
+    for i in range(n):
+        counts[i + 1] += counts[i]
+    out = np.empty(targets.size, dtype=np.int64)
+    fill = counts[:n].copy()
+    for i in range(n):
+        for k in range(offsets[i], offsets[i + 1]):
+            b = targets[k]
+            out[fill[b]] = i
+            fill[b] += 1
+    return counts, out
+
+
+# --------------------------------------------------------------------------------------
+# noise
+
+@numba.njit(cache=True)
+def _trace_noise(trc_start, trc_dur, trctime, rank_time, start, length):
+    """LogGOPSim's Noise::get_noise for CPU time [start, start + length) of one rank."""
+    n = trc_start.size
+    modulus = trc_start[n - 1] - length
+    x = (start + rank_time) % modulus
+    pos = 0
+    end_last = 0
+    if x > trc_start[0]:
+        lo, hi = 0, n - 1  # last index with trc_start <= x (x < trc_start[n-1])
+        while hi - lo > 1:
+            mid = (lo + hi) >> 1
+            if trc_start[mid] <= x:
+                lo = mid
+            else:
+                hi = mid
+        pos = lo
+        end_last = trc_start[pos] + trc_dur[pos]
+    noise = 0
+    if end_last > x:
+        noise = end_last - x
+    end = x + length
+    if pos == n - 1:
+        end -= trctime
+        pos = 0
+    while end > trc_start[pos + 1]:
+        pos += 1
+        noise += trc_dur[pos]
+        if pos == n - 1:
+            end -= trctime
+            pos = 0
+    return noise
+
+
+@numba.njit(cache=True, inline="always")
+def _noise(mode, index, host, start, length, trc_start, trc_dur, rank_time, delta):
+    if mode == TRACE:
+        return _trace_noise(trc_start, trc_dur, trc_start[trc_start.size - 1],
+                            rank_time[host], start, length)
+    if mode == DELTA:
+        return delta[index]
+    return 0
+
+
+@numba.njit(cache=True, inline="always")
+def _per_byte(size, cost):
+    """(size − 1)·cost in LogGOPSim's unsigned arithmetic: −cost for a 0-byte message."""
+    return (size - 1) * cost
+
+
+@numba.njit(cache=True, inline="always")
+def _receive_bytes(size, big_o, big_g):
+    """LogGOPSim's max((s−1)·O, (s−1)·G), compared as unsigned 64-bit numbers."""
+    a = (size - 1) * big_o
+    b = (size - 1) * big_g
+    if size >= 1:
+        return max(a, b)
+    # s = 0: the products are −O and −G wrapped to 2**64 − O and 2**64 − G; a zero
+    # product is the smallest unsigned number
+    if big_o == 0:
+        return b
+    if big_g == 0:
+        return a
+    return max(a, b)
+
+
+# --------------------------------------------------------------------------------------
+# the event loop
+
+@numba.njit(cache=True)
+def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
+                    succ_offsets, succ, isucc_offsets, isucc, waits, channel, n_channels,
+                    exact, n_cpus, n_nics, latency, overhead, gap, gap_per_byte,
+                    overhead_per_byte, eager_limit, mode, trc_start, trc_dur, rank_time,
+                    delta, op_start, op_end, end_out):
+    """Run the schedule once; fill ``end_out[host]`` (the latest CPU free time [ticks]).
+
+    ``waits[i]``: number of requires + irequires of operation i (copied, not changed).
+    ``channel``: from :func:`channels` when ``exact`` (no wildcard: the first queued
+    entry of a channel always matches), else the receiving host (wildcards: the queue
+    of the host is searched in posting order). ``delta`` (mode 2): the noise [ticks] of
+    operation i's own CPU use at ``delta[i]`` and of receiving send i's message at
+    ``delta[n + i]``. ``op_start``/``op_end`` (when of size n): time each operation
+    started and finished [ticks].
+
+    Returns (operations finished, events handled, entries left in the queues).
+    """
+    n = kind.size
+    p = rank_offsets.size - 1
+    keep = op_start.size == n
+    remaining = waits.copy()
+    nexto = np.zeros(p * n_cpus, dtype=np.int64)
+    nextgr = np.zeros(p * n_nics, dtype=np.int64)
+    nextgs = np.zeros(p * n_nics, dtype=np.int64)
+    rq_head = np.full(n_channels, -1, dtype=np.int64)
+    rq_tail = np.full(n_channels, -1, dtype=np.int64)
+    uq_head = np.full(n_channels, -1, dtype=np.int64)
+    uq_tail = np.full(n_channels, -1, dtype=np.int64)
+    q_next = np.empty(n, dtype=np.int64)
+    q_prev = np.empty(n, dtype=np.int64)
+    capacity = 1024
+    ht = np.empty(capacity, dtype=np.int64)
+    hs = np.empty(capacity, dtype=np.int64)
+    hc = np.empty(capacity, dtype=np.int64)
+    size_q = 0
+    widest = 1
+    for r in range(p):
+        widest = max(widest, rank_offsets[r + 1] - rank_offsets[r])
+    most = 0
+    for i in range(n):
+        most = max(most, succ_offsets[i + 1] - succ_offsets[i]
+                   + isucc_offsets[i + 1] - isucc_offsets[i])
+    ready = np.empty(max(widest, 3 * most + 1), dtype=np.int64)
+    order = np.empty(ready.size, dtype=np.int64)
+    stamp = 0
+    done = 0
+    events = 0
+
+    # the ready operations of every host at time 0, host by host, sorted by kind
+    for r in range(p):
+        count = 0
+        for i in range(rank_offsets[r], rank_offsets[r + 1]):
+            if remaining[i] == 0:
+                order[count] = i
+                count += 1
+        std_sort(order, 0, count, kind)
+        for k in range(count):
+            if size_q == capacity:
+                ht, hs, hc = _grown(ht), _grown(hs), _grown(hc)
+                capacity *= 2
+            _push(ht, hs, hc, size_q, 0, stamp, order[k])
+            size_q += 1
+            stamp += 1
+
+    while size_q > 0:
+        t, st, code = ht[0], hs[0], hc[0]
+        _pop(ht, hs, hc, size_q)
+        size_q -= 1
+        events += 1
+        n_ready = 0
+        host_a = -1  # the (at most two) hosts that completed something
+        host_b = -1
+        retry = -1
+        if code < n:
+            i = code
+            host = rank[i]
+            k = kind[i]
+            c = host * n_cpus + cpu[i]
+            if k == _CALC:
+                if nexto[c] <= t:
+                    noise = _noise(mode, i, host, t, calc[i], trc_start, trc_dur,
+                                   rank_time, delta)
+                    nexto[c] = t + calc[i] + noise
+                    if keep:
+                        op_start[i] = t
+                        op_end[i] = nexto[c]
+                    for j in range(isucc_offsets[i], isucc_offsets[i + 1]):
+                        b = isucc[j]
+                        remaining[b] -= 1
+                        if remaining[b] == 0:
+                            ready[n_ready] = b
+                            n_ready += 1
+                    for j in range(succ_offsets[i], succ_offsets[i + 1]):
+                        b = succ[j]
+                        remaining[b] -= 1
+                        if remaining[b] == 0:
+                            ready[n_ready] = b
+                            n_ready += 1
+                    done += 1
+                    host_a = host
+                else:
+                    retry = nexto[c]
+            elif k == _SEND:
+                nc = host * n_nics + nic[i]
+                free = max(nexto[c], nextgs[nc])
+                if free <= t:
+                    for j in range(isucc_offsets[i], isucc_offsets[i + 1]):
+                        b = isucc[j]
+                        remaining[b] -= 1
+                        if remaining[b] == 0:
+                            ready[n_ready] = b
+                            n_ready += 1
+                    host_a = host
+                    noise = _noise(mode, i, host, t, overhead, trc_start, trc_dur,
+                                   rank_time, delta)
+                    nexto[c] = t + overhead + _per_byte(size[i], overhead_per_byte) + noise
+                    nextgs[nc] = t + gap + _per_byte(size[i], gap_per_byte)
+                    if keep:
+                        op_start[i] = t
+                    if size_q == capacity:
+                        ht, hs, hc = _grown(ht), _grown(hs), _grown(hc)
+                        capacity *= 2
+                    _push(ht, hs, hc, size_q, t + overhead + latency, stamp, n + i)
+                    size_q += 1
+                    stamp += 1
+                    if size[i] <= eager_limit:
+                        if keep:
+                            op_end[i] = nexto[c]
+                        for j in range(succ_offsets[i], succ_offsets[i + 1]):
+                            b = succ[j]
+                            remaining[b] -= 1
+                            if remaining[b] == 0:
+                                ready[n_ready] = b
+                                n_ready += 1
+                        done += 1
+                else:
+                    retry = free
+            else:  # a receive is posted: irequires met, then the unexpected queue
+                for j in range(isucc_offsets[i], isucc_offsets[i + 1]):
+                    b = isucc[j]
+                    remaining[b] -= 1
+                    if remaining[b] == 0:
+                        ready[n_ready] = b
+                        n_ready += 1
+                host_a = host
+                if keep:
+                    op_start[i] = t
+                ch = channel[i]
+                m = uq_head[ch]
+                if not exact:
+                    while m >= 0:
+                        if (peer[i] == -1 or peer[i] == rank[m]) and (
+                                tag[i] == -1 or tag[m] == -1 or tag[i] == tag[m]):
+                            break
+                        m = q_next[m]
+                if m >= 0:  # found: unlink the message
+                    before, after = q_prev[m], q_next[m]
+                    if before >= 0:
+                        q_next[before] = after
+                    else:
+                        uq_head[ch] = after
+                    if after >= 0:
+                        q_prev[after] = before
+                    else:
+                        uq_tail[ch] = before
+                    if size[i] > eager_limit:  # rendezvous: the sender is done now
+                        src = rank[m]
+                        sc = src * n_cpus + cpu[i]
+                        sn = src * n_nics + nic[i]
+                        if nexto[sc] < t:
+                            nexto[sc] = t
+                        if nextgs[sn] < t:
+                            nextgs[sn] = t
+                        if keep:
+                            op_end[m] = t
+                        for j in range(succ_offsets[m], succ_offsets[m + 1]):
+                            b = succ[j]
+                            remaining[b] -= 1
+                            if remaining[b] == 0:
+                                ready[n_ready] = b
+                                n_ready += 1
+                        done += 1
+                        host_b = src
+                    if keep:
+                        op_end[i] = t
+                    for j in range(succ_offsets[i], succ_offsets[i + 1]):
+                        b = succ[j]
+                        remaining[b] -= 1
+                        if remaining[b] == 0:
+                            ready[n_ready] = b
+                            n_ready += 1
+                    done += 1
+                else:  # post it
+                    q_next[i] = -1
+                    q_prev[i] = rq_tail[ch]
+                    if rq_tail[ch] >= 0:
+                        q_next[rq_tail[ch]] = i
+                    else:
+                        rq_head[ch] = i
+                    rq_tail[ch] = i
+        else:  # a message (of send code − n) reaches its receiver
+            s = code - n
+            host = peer[s]
+            c = host * n_cpus + cpu[s]
+            nc = host * n_nics + nic[s]
+            free = max(nexto[c], nextgr[nc])
+            if free <= t:
+                noise = _noise(mode, n + s, host, t, overhead, trc_start, trc_dur,
+                               rank_time, delta)
+                nexto[c] = t + overhead + noise + _receive_bytes(size[s], overhead_per_byte,
+                                                                 gap_per_byte)
+                nextgr[nc] = t + gap + _per_byte(size[s], gap_per_byte)
+                ch = channel[s]
+                m = rq_head[ch]
+                if not exact:
+                    while m >= 0:
+                        if (peer[m] == -1 or peer[m] == rank[s]) and (
+                                tag[m] == -1 or tag[s] == -1 or tag[m] == tag[s]):
+                            break
+                        m = q_next[m]
+                if m >= 0:  # a posted receive matches: unlink it
+                    before, after = q_prev[m], q_next[m]
+                    if before >= 0:
+                        q_next[before] = after
+                    else:
+                        rq_head[ch] = after
+                    if after >= 0:
+                        q_prev[after] = before
+                    else:
+                        rq_tail[ch] = before
+                    if size[s] > eager_limit:  # rendezvous: the sender is done now
+                        src = rank[s]
+                        sc = src * n_cpus + cpu[s]
+                        sn = src * n_nics + nic[s]
+                        if nexto[sc] < t:
+                            nexto[sc] = t
+                        if nextgs[sn] < t:
+                            nextgs[sn] = t
+                        if keep:
+                            op_end[s] = t
+                        for j in range(succ_offsets[s], succ_offsets[s + 1]):
+                            b = succ[j]
+                            remaining[b] -= 1
+                            if remaining[b] == 0:
+                                ready[n_ready] = b
+                                n_ready += 1
+                        done += 1
+                        host_b = src
+                    if keep:
+                        op_end[m] = nexto[c]
+                    for j in range(succ_offsets[m], succ_offsets[m + 1]):
+                        b = succ[j]
+                        remaining[b] -= 1
+                        if remaining[b] == 0:
+                            ready[n_ready] = b
+                            n_ready += 1
+                    done += 1
+                    host_a = host
+                else:  # unexpected
+                    q_next[s] = -1
+                    q_prev[s] = uq_tail[ch]
+                    if uq_tail[ch] >= 0:
+                        q_next[uq_tail[ch]] = s
+                    else:
+                        uq_head[ch] = s
+                    uq_tail[ch] = s
+            else:
+                retry = free
+        if retry >= 0:  # same stamp: the event keeps its place among equal times
+            _push(ht, hs, hc, size_q, retry, st, code)
+            size_q += 1
+            continue
+        if n_ready == 0:
+            continue
+        # the hosts in increasing order, each with its ready operations sorted by kind
+        if host_b >= 0 and host_b < host_a:
+            host_a, host_b = host_b, host_a
+        for pass_ in range(2):
+            h = host_a if pass_ == 0 else host_b
+            if h < 0 or (pass_ == 1 and h == host_a):
+                continue
+            count = 0
+            for k in range(n_ready):
+                if rank[ready[k]] == h:
+                    order[count] = ready[k]
+                    count += 1
+            std_sort(order, 0, count, kind)
+            for k in range(count):
+                b = order[k]
+                cb = h * n_cpus + cpu[b]
+                when = nexto[cb]
+                if kind[b] == _SEND:
+                    when = max(when, nextgs[h * n_nics + nic[b]])
+                if size_q == capacity:
+                    ht, hs, hc = _grown(ht), _grown(hs), _grown(hc)
+                    capacity *= 2
+                _push(ht, hs, hc, size_q, when, stamp, b)
+                size_q += 1
+                stamp += 1
+    left = 0
+    for ch in range(n_channels):
+        if rq_head[ch] >= 0 or uq_head[ch] >= 0:
+            left += 1
+    for r in range(p):
+        latest = nexto[r * n_cpus]
+        for c in range(1, n_cpus):
+            latest = max(latest, nexto[r * n_cpus + c])
+        end_out[r] = latest
+    return done, events, left
