@@ -45,20 +45,17 @@ import numpy as np
 import pandas as pd
 
 from ._random import RngLike, as_generator
+from .attribution import INVISIBLE, KINDS
 from .characterize import find_periodic_sources, label_events
 from .maxofn import exact_max_mean
 from .noise import Empirical, from_trace
 from .simulate import simulate
 from .trace import Trace
 
-__all__ = ["KINDS", "NOT_VISIBLE", "UNATTRIBUTED", "check_attribution", "noise_by_cause",
+__all__ = ["KINDS", "INVISIBLE", "UNATTRIBUTED", "check_attribution", "noise_by_cause",
            "cause_trace", "event_laws", "removal_cost", "label_sources",
            "periodic_sources_by_cause"]
 
-#: kinds of cause in an attribution table
-KINDS = ("timer", "irq", "softirq", "thread", "hrtimer", "invisible")
-#: the cause of a detour without any guest kernel event
-NOT_VISIBLE = "not visible to the guest"
 #: the pseudo-cause of detour time that the causes of a detour do not account for
 UNATTRIBUTED = "unattributed time of detours with guest events"
 _COLUMNS = ("detour", "start", "length", "cause", "kind", "time")
@@ -128,9 +125,10 @@ def check_attribution(table) -> pd.DataFrame:
                          f"{table['detour'].iat[i]!r}")
     start, length, time = (_numbers(table, c) for c in ("start", "length", "time"))
     kind = table["kind"].astype(str).to_numpy()
-    unknown = sorted(set(kind) - set(KINDS))
+    unknown = sorted(set(kind) - {*KINDS, "unattributed"})
     if unknown:
-        raise ValueError(f"unknown kind(s) {unknown}; an attribution table uses {list(KINDS)}")
+        raise ValueError(f"unknown kind(s) {unknown}; an attribution table uses {list(KINDS)}"
+                         " (and 'unattributed' once checked)")
     frame = pd.DataFrame({"detour": detour.astype(np.int64), "start": start,
                           "length": length, "cause": table["cause"].astype(str).to_numpy(),
                           "kind": kind, "time": time})
@@ -225,7 +223,7 @@ def noise_by_cause(table, level: float = 0.95, blocks: int = 20, resamples: int 
     Returns
     -------
     pandas.DataFrame
-        Index ``cause`` (by decreasing time; :data:`NOT_VISIBLE` and
+        Index ``cause`` (by decreasing time; :data:`INVISIBLE` and
         :data:`UNATTRIBUTED` included when present), columns ``kind``, ``detours``
         (detours the cause appears in), ``rate`` [1/s], ``time`` [s] (its time summed over
         the recording), ``mean_time`` [s] (per detour it appears in), ``noise_fraction``

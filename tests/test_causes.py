@@ -10,7 +10,7 @@ from scipy import stats
 
 import jitterlab as jl
 from jitterlab.causes import (
-    NOT_VISIBLE,
+    INVISIBLE,
     UNATTRIBUTED,
     cause_trace,
     check_attribution,
@@ -45,13 +45,13 @@ def machine_table(rng, duration=5.0, tick=4e-3, thread_rate=20.0, invisible_rate
     detours = []
     phase = rng.uniform(0, tick)
     for k, start in enumerate(np.arange(phase, duration - 1e-3, tick)):
-        causes = [(TIMER, "timer", 2e-6), (NOT_VISIBLE, "invisible", 0.5e-6)]
+        causes = [(TIMER, "timer", 2e-6), (INVISIBLE, "invisible", 0.5e-6)]
         if k % 5 == 0:
             causes.append((RCU, "softirq", 3e-6))
         detours.append((float(start), causes))
     n_ticks = len(detours)
     for rate, cause, kind, scale in ((thread_rate, KWORKER, "thread", 30e-6),
-                                     (invisible_rate, NOT_VISIBLE, "invisible", 10e-6)):
+                                     (invisible_rate, INVISIBLE, "invisible", 10e-6)):
         for start in rng.uniform(0, duration - 1e-3, rng.poisson(rate * duration)):
             detours.append((float(start), [(cause, kind, float(rng.exponential(scale))
                                             + 1e-7)]))
@@ -74,6 +74,11 @@ def test_check_attribution_adds_the_unattributed_rest():
     assert checked["cause"].tolist() == [TIMER, UNATTRIBUTED]
     assert checked["time"].sum() == pytest.approx(5e-6, rel=1e-12)
     assert checked.attrs["duration"] == 1.0
+    # a checked table checks again unchanged, and the rest is a cause of its own
+    again = check_attribution(checked)
+    pd.testing.assert_frame_equal(again, checked)
+    assert cause_trace(checked, keep=UNATTRIBUTED).jitter_seconds.tolist() == [
+        pytest.approx(3e-6, rel=1e-12)]
 
 
 @pytest.mark.parametrize("change, message", [
@@ -124,7 +129,7 @@ def test_noise_by_cause_adds_up():
     for name in ("rate", "time", "share", "noise_fraction"):
         assert (summary[f"{name}_low"] <= summary[name] * (1 + 1e-12)).all()
         assert (summary[f"{name}_high"] >= summary[name] * (1 - 1e-12)).all()
-    assert summary.loc[NOT_VISIBLE, "kind"] == "invisible"
+    assert summary.loc[INVISIBLE, "kind"] == "invisible"
     # a clock does not vary between blocks: the tick's rate is known to ±1 tick per block
     width = summary.loc[TIMER, "rate_high"] - summary.loc[TIMER, "rate_low"]
     assert width * 5.0 <= 20 + 1e-9
@@ -206,8 +211,8 @@ def test_event_laws_are_the_times_per_detour():
     assert laws[TIMER].mean() == pytest.approx(2e-6, rel=1e-12)
     thread = table.loc[table["cause"] == KWORKER, "time"]
     assert laws[KWORKER].mean() == pytest.approx(thread.mean(), rel=1e-12)
-    invisible = table[table["cause"] == NOT_VISIBLE].groupby("detour")["time"].sum()
-    np.testing.assert_array_equal(np.sort(laws[NOT_VISIBLE].values),
+    invisible = table[table["cause"] == INVISIBLE].groupby("detour")["time"].sum()
+    np.testing.assert_array_equal(np.sort(laws[INVISIBLE].values),
                                   np.sort(invisible.to_numpy()))
     # two rows of one cause in one detour are one value, their sum
     twice = table_from([(0.1, [(TIMER, "timer", 1e-6), (TIMER, "timer", 2e-6)])], 1.0)
@@ -297,7 +302,7 @@ def tick_and_100hz(rng=9, duration=6.0):
                for k in range(int(duration / 4e-3) - 1)]
     detours += [(0.0031 + k * 1e-2, [("hrtimer:foo_fn", "hrtimer", 6e-6)])
                 for k in range(int(duration / 1e-2) - 1)]
-    detours += [(float(s), [(NOT_VISIBLE, "invisible", 3e-6)])
+    detours += [(float(s), [(INVISIBLE, "invisible", 3e-6)])
                 for s in rng.uniform(0, duration - 1e-2, 200)]
     detours.sort(key=lambda d: d[0])
     kept = [detours[0]]
@@ -314,7 +319,7 @@ def test_label_sources_names_the_clock_of_each_cause():
     assert by_cause.loc[TIMER, "period"] == pytest.approx(4e-3, rel=1e-4)
     assert by_cause.loc["hrtimer:foo_fn", "period"] == pytest.approx(1e-2, rel=1e-4)
     assert (periodic["cause_share"] == 1.0).all()
-    assert sources.loc["aperiodic", "cause"] == NOT_VISIBLE
+    assert sources.loc["aperiodic", "cause"] == INVISIBLE
 
 
 def test_periodic_sources_by_cause():
@@ -322,6 +327,6 @@ def test_periodic_sources_by_cause():
     timer = found.loc[TIMER]
     assert timer.loc["periodic 1", "period"] == pytest.approx(4e-3, rel=1e-4)
     assert timer.loc["periodic 1", "share"] == pytest.approx(1.0)
-    assert (found.loc[NOT_VISIBLE].index == ["aperiodic"]).all()
+    assert (found.loc[INVISIBLE].index == ["aperiodic"]).all()
     with pytest.raises(ValueError, match="min_detours"):
         periodic_sources_by_cause(tick_and_100hz(), min_detours=10**6)
