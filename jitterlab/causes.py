@@ -567,7 +567,8 @@ def label_sources(table, top: int = 3, **options) -> pd.DataFrame:
     return out
 
 
-def periodic_sources_by_cause(table, min_detours: int = 20, **options) -> pd.DataFrame:
+def periodic_sources_by_cause(table, min_detours: int = 20,
+                              causes: Iterable[str] | None = None, **options) -> pd.DataFrame:
     """The periodic-source search run on each cause's own detours.
 
     Parameters
@@ -576,6 +577,9 @@ def periodic_sources_by_cause(table, min_detours: int = 20, **options) -> pd.Dat
         The attribution table (see :func:`check_attribution`).
     min_detours : int, default 20
         Causes in fewer detours are not searched. [-]
+    causes : iterable of str, optional
+        Search only these causes (default: every cause; the search takes about a second
+        per cause and minute of recording).
     **options
         Passed to :func:`jitterlab.characterize.find_periodic_sources`.
 
@@ -589,6 +593,9 @@ def periodic_sources_by_cause(table, min_detours: int = 20, **options) -> pd.Dat
     frame = check_attribution(table)
     kinds = _kinds(frame)
     counts = frame.drop_duplicates(["detour", "cause"])["cause"].value_counts()
+    if causes is not None:
+        counts = counts[sorted(_cause_set(frame, causes, "causes"))].sort_values(
+            ascending=False, kind="stable")
     pieces = {}
     for cause in counts.index[counts >= int(min_detours)]:
         found = find_periodic_sources(cause_trace(frame, keep=cause), **options)

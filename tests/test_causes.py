@@ -328,5 +328,9 @@ def test_periodic_sources_by_cause():
     assert timer.loc["periodic 1", "period"] == pytest.approx(4e-3, rel=1e-4)
     assert timer.loc["periodic 1", "share"] == pytest.approx(1.0)
     assert (found.loc[INVISIBLE].index == ["aperiodic"]).all()
+    only = periodic_sources_by_cause(tick_and_100hz(), causes=[TIMER])
+    assert only.index.get_level_values("cause").unique().tolist() == [TIMER]
+    with pytest.raises(ValueError, match="no cause"):
+        periodic_sources_by_cause(tick_and_100hz(), causes=["irq:eth0"])
     with pytest.raises(ValueError, match="min_detours"):
         periodic_sources_by_cause(tick_and_100hz(), min_detours=10**6)
