@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import xarray as xr
 
 import jitterlab as jl
 from jitterlab.apps import (
@@ -530,6 +531,51 @@ def test_a_grid_beyond_memory_is_refused_before_allocating():
         wavefront_simulate(long, detail="events")
     with pytest.raises(jl.limits.ResourceLimitError, match=r"runs=1000000000"):
         wavefront_simulate(Wavefront(2, 2, blocks=2, work=1e-5), runs=10**9)
+
+
+def test_an_event_driven_run_of_hours_is_refused_before_it_starts():
+    # 9·10⁴ ranks (54 MB: fits) but 3.6·10¹¹ rank-blocks: over an hour unless the kernel
+    # took less than 10 ns per rank-block (it takes microseconds); it ran silently before
+    import time
+
+    workload = Wavefront(300, 300, blocks=1000, work=1e-5, iterations=1000)
+    started = time.perf_counter()
+    with pytest.raises(jl.limits.ResourceLimitError,
+                       match=r"progress='on_arrival'\) of a 300 × 300 grid .*3\.6e\+11 "
+                             r"rank-blocks at [\d.]+ µs each, timed on a 16 × 16 grid now\) "
+                             r"would take about .* more than the 1 h allowed: give a smaller "
+                             r"grid .*progress='in_order'.*allow_large=True"):
+        wavefront_simulate(workload, progress="on_arrival")
+    assert time.perf_counter() - started < 30  # the 16 × 16 probe, twice
+
+
+def test_the_duration_limit_of_the_event_driven_run_and_its_opt_in(monkeypatch, devref):
+    import jitterlab.apps.wavefront as wavefront_module
+
+    workload = Wavefront(4, 3, blocks=2, work=1e-5)
+    expected = wavefront_simulate(workload, devref, progress="on_arrival", rng=3)
+    monkeypatch.setattr(wavefront_module, "_ON_ARRIVAL_TIMED_ABOVE", 0)
+    monkeypatch.setattr(jl.limits, "MAX_PLANNED_SECONDS", 1e-9)
+    with pytest.raises(jl.limits.ResourceLimitError, match=r"runs=2 and the noiseless run "
+                       r"\(288 rank-blocks"):
+        wavefront_simulate(workload, devref, progress="on_arrival", rng=3, runs=2)
+    allowed = wavefront_simulate(workload, devref, progress="on_arrival", rng=3,
+                                 allow_large=True)
+    xr.testing.assert_identical(allowed, expected)
+    monkeypatch.setenv("JITTERLAB_ALLOW_LARGE", "1")
+    xr.testing.assert_identical(
+        wavefront_simulate(workload, devref, progress="on_arrival", rng=3), expected)
+
+
+def test_a_small_event_driven_run_is_not_timed_first(monkeypatch):
+    import jitterlab.apps.wavefront as wavefront_module
+
+    def no_probe(workload):
+        raise AssertionError("the kernel was timed for a small run")
+
+    monkeypatch.setattr(wavefront_module, "_on_arrival_seconds_per_rank_block", no_probe)
+    assert wavefront_simulate(Wavefront(8, 8, blocks=4, work=1e-5), progress="on_arrival",
+                              runs=3)["total_time"].shape == (3,)
 
 
 def test_allow_large_lifts_the_memory_check(monkeypatch):

@@ -28,7 +28,7 @@ from .._checks import check_integer, check_positive
 from .._provenance import provenance_attrs
 from .._random import RngLike, as_generator, seed_from
 from ..bounds import tree_depth
-from ..limits import check_allow_large, check_memory
+from ..limits import check_allow_large, check_duration, check_memory
 from ..maxofn import max_of_n
 from ..message import Message
 from ..noise import NoiseModel, from_trace
@@ -344,6 +344,47 @@ def _check_simulation_size(workload, runs, detail, events, law, on_arrival, allo
                  change, allow_large)
 
 
+#: an event-driven run with more rank-blocks than this (about 10 s at 0.5 µs each, faster
+#: than this kernel runs on a quiet machine) is timed on a small grid first [-]
+_ON_ARRIVAL_TIMED_ABOVE = 2e7
+#: the small grid that times the event-driven kernel: 16 × 16 ranks, 4 blocks, 4 sweeps
+_ON_ARRIVAL_PROBE = (16, 16, 4)
+
+
+def _on_arrival_seconds_per_rank_block(workload) -> float:
+    """Time of the event-driven kernel per rank and block, on this machine now [s]: the
+    best of two noiseless runs of a 16 × 16 grid (about 10 ms each on a quiet machine)."""
+    import time
+
+    px, py, blocks = _ON_ARRIVAL_PROBE
+    probe = Wavefront(px=px, py=py, blocks=blocks, work=workload.work,
+                      message=workload.message)
+    best = math.inf
+    for _ in range(2):
+        started = time.perf_counter()
+        _simulate_on_arrival(probe, None, "random", None, 1)
+        best = min(best, time.perf_counter() - started)
+    return best / (px * py * blocks * len(_corners(probe.sweeps)))
+
+
+def _check_on_arrival_time(workload, runs, noisy, allow_large):
+    """Refuse an event-driven run that would take over an hour (a huge grid ran silently
+    for hours): its rank-blocks times the kernel's time per rank-block, timed now."""
+    passes = float(workload.iterations) * len(_corners(workload.sweeps)) * workload.blocks
+    rank_blocks = float(workload.n) * passes * (runs + (1 if noisy else 0))
+    if rank_blocks <= _ON_ARRIVAL_TIMED_ABOVE:
+        return
+    per_rank_block = _on_arrival_seconds_per_rank_block(workload)
+    check_duration(
+        rank_blocks * per_rank_block,
+        lambda: (f"jl.apps.wavefront_simulate(progress='on_arrival') of "
+                 f"{_size_text(workload)}, runs={runs}"
+                 f"{' and the noiseless run' if noisy else ''} ({rank_blocks:.3g} rank-blocks "
+                 f"at {per_rank_block * 1e6:.3g} µs each, timed on a 16 × 16 grid now)"),
+        "a smaller grid (px, py), fewer blocks, sweeps, iterations or runs, or "
+        "progress='in_order' (the block recurrence, much faster)", allow_large)
+
+
 def _check_model_size(workload, levels, allow_large):
     """Refuse, before allocating, a pipeline model that needs more memory than allowed."""
     estimate = float(workload.n) * _BYTES_PER_RANK_MODEL
@@ -543,9 +584,12 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
     allow_large : bool
         Run even when the estimated memory exceeds half of the available memory (about
         100 B per rank in order, 600 B per rank on arrival, 8 B per rank, block, sweep,
-        iteration and run with ``detail=True``, 1.6 kB per rank and pass with "events");
-        without it such a call raises :class:`jitterlab.limits.ResourceLimitError`
-        naming the figure and the argument to change (or set ``JITTERLAB_ALLOW_LARGE=1``).
+        iteration and run with ``detail=True``, 1.6 kB per rank and pass with "events"),
+        or, with ``progress="on_arrival"``, when the run would take over an hour
+        (:data:`jitterlab.limits.MAX_PLANNED_SECONDS`; a run of over 2·10⁷ rank-blocks is
+        planned from the kernel's time on a 16 × 16 grid, timed first); without it such a
+        call raises :class:`jitterlab.limits.ResourceLimitError` naming the figure and
+        the argument to change (or set ``JITTERLAB_ALLOW_LARGE=1``).
 
     Returns
     -------
@@ -596,6 +640,7 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
             raise ValueError("progress='on_arrival' does not model the all-reduce: use "
                              "allreduce=False or progress='in_order'")
         _check_simulation_size(workload, runs, False, False, False, True, allow_large)
+        _check_on_arrival_time(workload, runs, noise is not None, allow_large)
         return _simulate_on_arrival(workload, noise, start, rng, runs)
     events = isinstance(detail, str) and detail == "events"
     if not events and not isinstance(detail, bool | np.bool_):
