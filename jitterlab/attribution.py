@@ -18,7 +18,10 @@ activity running then:
 cause                     kind         events
 ========================  ===========  ====================================================
 ``timer interrupt``       timer        ``irq_vectors:local_timer_entry`` → ``_exit``
-``irq:<name>``            irq          ``irq:irq_handler_entry`` (its ``name``) → ``_exit``
+``irq:<name>``            irq          ``irq:irq_handler_entry`` (its ``name``) → ``_exit``;
+                                       inter-processor interrupts and APIC vectors
+                                       (``irq_vectors:reschedule_entry``, ...,
+                                       :data:`VECTOR_CAUSES`)
 ``softirq:<action>``      softirq      ``irq:softirq_entry`` (``RCU``, ``TIMER``, ...) → ``_exit``
 ``hrtimer:<function>``    hrtimer      ``timer:hrtimer_expire_entry`` → ``_exit``
 ``thread:<comm>``         thread       ``sched:sched_switch`` away from the measured thread,
@@ -45,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["attribute_detours", "attribute_recording", "cause_summary",
-           "injected_noise_recovery", "INVISIBLE", "KINDS", "COLUMNS"]
+           "injected_noise_recovery", "INVISIBLE", "KINDS", "COLUMNS", "VECTOR_CAUSES"]
 
 #: the cause of detour time that no guest kernel event covers
 INVISIBLE = "not visible to the guest"
@@ -54,13 +57,26 @@ KINDS = ("timer", "irq", "softirq", "hrtimer", "thread", "invisible")
 #: the columns of :func:`attribute_detours`
 COLUMNS = ("detour", "start", "length", "cause", "kind", "time")
 
-#: entry event -> (exit event, kind, key of the matching field)
+#: entry event -> (exit event, kind)
 _PAIRS = {
     "local_timer_entry": ("local_timer_exit", "timer"),
     "irq_handler_entry": ("irq_handler_exit", "irq"),
     "softirq_entry": ("softirq_exit", "softirq"),
     "hrtimer_expire_entry": ("hrtimer_expire_exit", "hrtimer"),
 }
+#: the other x86 interrupt vectors (irq_vectors:*_entry/exit): inter-processor interrupts
+#: and APIC events, kind "irq", named here
+VECTOR_CAUSES = {
+    "reschedule": "irq:reschedule IPI",
+    "call_function": "irq:call function IPI",
+    "call_function_single": "irq:call function single IPI",
+    "irq_work": "irq:irq_work",
+    "x86_platform_ipi": "irq:platform IPI",
+    "thermal_apic": "irq:thermal APIC",
+    "error_apic": "irq:error APIC",
+    "spurious_apic": "irq:spurious APIC",
+}
+_PAIRS.update({f"{name}_entry": (f"{name}_exit", "irq") for name in VECTOR_CAUSES})
 _EXITS = {exit_name: entry for entry, (exit_name, _) in _PAIRS.items()}
 _REQUIRED_COLUMNS = ("ticks", "event")
 _RELEVANT = frozenset(_PAIRS) | frozenset(_EXITS) | {"sched_switch"}
@@ -83,6 +99,8 @@ class _Timeline:
 def _label(row, kind: str) -> str:
     if kind == "timer":
         return "timer interrupt"
+    if row["event"].endswith("_entry") and row["event"][:-6] in VECTOR_CAUSES:
+        return VECTOR_CAUSES[row["event"][:-6]]
     if kind == "irq":
         return f"irq:{row['name']}"
     if kind == "softirq":
@@ -92,7 +110,7 @@ def _label(row, kind: str) -> str:
 
 def _key(row, kind: str):
     """What an exit event must match to close its entry (same irq, vector, timer)."""
-    if kind == "irq":
+    if kind == "irq" and row["event"].startswith("irq_handler"):
         return row["irq"]
     if kind == "softirq":
         return row["vec"]

@@ -91,6 +91,23 @@ def test_innermost_activity_owns_the_time_and_the_rest_is_not_visible():
     assert table.attrs["uncovered_in_guest_detours"] == pytest.approx(550e-9)
 
 
+def test_inter_processor_interrupts_are_named_irq_causes():
+    events = read_ftrace("""# tracer: nop
+ loop-7 [001] d.h.. 100: reschedule_entry: vector=253
+ loop-7 [001] d.h.. 130: reschedule_exit: vector=253
+ loop-7 [001] d.h.. 200: call_function_single_entry: vector=251
+ loop-7 [001] d.h.. 260: call_function_single_exit: vector=251
+ loop-7 [001] d.h.. 300: irq_work_entry: vector=246
+ loop-7 [001] d.h.. 310: irq_work_exit: vector=246
+""")
+    table = attribute_detours([90, 190, 290], [50, 80, 30], events, tsc_hz=1e9,
+                              measured_pid=7)
+    assert times(table, 0) == {"irq:reschedule IPI": 30, INVISIBLE: 20}
+    assert times(table, 1) == {"irq:call function single IPI": 60, INVISIBLE: 20}
+    assert times(table, 2) == {"irq:irq_work": 10, INVISIBLE: 20}
+    assert set(table.loc[table["kind"] != "invisible", "kind"]) == {"irq"}
+
+
 def test_a_detour_covering_part_of_an_activity_gets_only_the_overlap():
     table = attribute_detours([1200], [200], nested_events(), tsc_hz=1e9, measured_pid=7)
     assert times(table, 0) == {"hrtimer:tick_nohz_handler": 100, "timer interrupt": 100}

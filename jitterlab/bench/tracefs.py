@@ -41,9 +41,14 @@ logger = logging.getLogger(__name__)
 TRACEFS_ROOTS = (Path("/sys/kernel/tracing"), Path("/sys/kernel/debug/tracing"))
 #: instance names this module creates: ``jitterlab-<pid>``
 INSTANCE_NAME = re.compile(r"jitterlab-(\d+)\Z")
-#: events that explain detours of a busy loop (issue #22): timer tick, device interrupts,
-#: softirqs, preemption, hrtimer callbacks
+#: events that explain detours of a busy loop (issue #22): timer tick, the other x86 interrupt
+#: vectors (inter-processor interrupts: reschedule, call function, irq_work; APIC events),
+#: device interrupts, softirqs, preemption, hrtimer callbacks
 NOISE_EVENTS = ("irq_vectors:local_timer_entry", "irq_vectors:local_timer_exit",
+                *(f"irq_vectors:{vector}_{end}" for vector in (
+                    "reschedule", "call_function", "call_function_single", "irq_work",
+                    "x86_platform_ipi", "thermal_apic", "error_apic", "spurious_apic")
+                  for end in ("entry", "exit")),
                 "irq:irq_handler_entry", "irq:irq_handler_exit",
                 "irq:softirq_entry", "irq:softirq_exit",
                 "sched:sched_switch",
