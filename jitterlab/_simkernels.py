@@ -296,6 +296,9 @@ def _trace_order(offsets, level_bounds, period, n_rows):
 
 
 _CHUNK = 1024  # slots per parallel chunk of the start-row search
+#: a simulation of fewer tasks runs on one thread: its parallel regions (one per phase or tree
+#: level) cost more in waking and joining threads than a second thread saves (issue #20)
+PARALLEL_MIN_TASKS = 256
 _BLOCK = 256  # slots whose operations the tree kernel interleaves
 
 

@@ -29,6 +29,7 @@ from .limits import (
     large_allowed,
 )
 from .noise import Empirical, Histogram, NoiseModel, TailWarning
+from .threads import kernel_threads
 
 __all__ = ["max_of_n", "process_counts", "exact_max_quantile", "exact_max_mean"]
 
@@ -409,8 +410,9 @@ def max_of_n(dist_or_list, n=None, method: str = "exact",
         quants_se = np.empty_like(quants)
         for i, k in enumerate(n_values):
             counts = process_counts(len(models), int(k))
-            complement = _kernels.max_uniform_complement(_kernels.seed_for_n(seed, int(k)),
-                                                         counts, replicates)
+            with kernel_threads():
+                complement = _kernels.max_uniform_complement(
+                    _kernels.seed_for_n(seed, int(k)), counts, replicates)
             # a law that gets no process (N < K) must not enter the maximum
             maxima = np.max([m.isf(complement[:, g]) for g, m in enumerate(models)
                              if counts[g] > 0], axis=0)

@@ -19,9 +19,11 @@ from . import _collkernels, _simevents, _simkernels
 from ._checks import check_integer, check_positive
 from ._provenance import provenance_attrs
 from ._random import RngLike, as_generator, seed_from
+from ._simkernels import PARALLEL_MIN_TASKS
 from .collectives import _RoundCollective
 from .limits import check_allow_large, check_memory
 from .message import Message
+from .threads import kernel_threads
 from .trace import Trace
 
 __all__ = ["TreeBarrier", "simulate", "draw_offsets", "tree_levels"]
@@ -116,10 +118,11 @@ class TreeBarrier:
         largest change of a task's phase time from the phase before to the last [s]
         (0 with fewer than three phases)."""
         intra = self.latency if self.intra_node_latency is None else self.intra_node_latency
-        phase_end, change = _simkernels.noiseless_tree(
-            n, float(work), phases, int(self.fanout), float(self.send), float(self.recv),
-            float(self.latency), float(intra), int(self.cores_per_node or 0),
-            tree_levels(n, int(self.fanout)), np.zeros((0, 0)))
+        with kernel_threads(n, PARALLEL_MIN_TASKS):
+            phase_end, change = _simkernels.noiseless_tree(
+                n, float(work), phases, int(self.fanout), float(self.send), float(self.recv),
+                float(self.latency), float(intra), int(self.cores_per_node or 0),
+                tree_levels(n, int(self.fanout)), np.zeros((0, 0)))
         return np.diff(phase_end, prepend=0.0), change
 
     def run(self, table, offsets, work, phases, detail, ops=False):
@@ -135,10 +138,11 @@ class TreeBarrier:
         fanout = int(self.fanout)
         op_ends = np.full((phases, n_tasks, 2 * fanout + 3) if ops else (0, 0, 0), np.nan)
         intra = self.latency if self.intra_node_latency is None else self.intra_node_latency
-        phase_end = _simkernels.run_tree_barrier(
-            table, offsets, work, phases, fanout, float(self.send), float(self.recv),
-            float(self.latency), float(intra), int(self.cores_per_node or 0),
-            tree_levels(n_tasks, fanout), compute, end_times, op_ends)
+        with kernel_threads(n_tasks, PARALLEL_MIN_TASKS):
+            phase_end = _simkernels.run_tree_barrier(
+                table, offsets, work, phases, fanout, float(self.send), float(self.recv),
+                float(self.latency), float(intra), int(self.cores_per_node or 0),
+                tree_levels(n_tasks, fanout), compute, end_times, op_ends)
         theta = np.diff(phase_end, prepend=0.0)
         return (theta, (compute if detail else None), (end_times if detail else None),
                 (op_ends if ops else None))
@@ -226,8 +230,9 @@ def _run(table, offsets, work, phases, barrier, detail, ops=False):
     shape = (phases, n_tasks) if detail else (0, 0)
     order = np.argsort(offsets, kind="stable")
     sorted_compute = np.zeros(shape)
-    theta = _simkernels.run_without_barrier(table, offsets[order], work, phases, _CHUNKS,
-                                            sorted_compute)
+    with kernel_threads(n_tasks, PARALLEL_MIN_TASKS):
+        theta = _simkernels.run_without_barrier(table, offsets[order], work, phases, _CHUNKS,
+                                                sorted_compute)
     if not detail:
         return theta, None, None, None
     compute = np.zeros(shape)

@@ -281,7 +281,8 @@ class InInterval:
         _check_level(self.level, "InInterval")
 
     def describe(self) -> str:
-        return f"reproduced if the reference lies in the prediction's {100 * self.level:g} % interval"
+        return (f"reproduced if the reference lies in the prediction's {100 * self.level:g} % "
+                "interval")
 
     def judge(self, prediction: Prediction, reference: Reference) -> tuple[str, dict]:
         _no_bound(reference, "InInterval")

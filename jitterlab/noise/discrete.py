@@ -17,8 +17,10 @@ from scipy import optimize, stats
 from .._checks import check_integer
 from .._integrate import max_isf_single, quantile_tail_integral
 from .._kernels import step_sum_one_minus_power
+from ..threads import kernel_threads
 from ._base import NoiseModel, check_positive, check_probability
 
+_PARALLEL_MIN_STEPS = 16384  # fewer steps of the CDF: one thread (jitterlab.threads)
 __all__ = ["Discrete", "Bernoulli", "Empirical", "Histogram", "TailedEmpirical",
            "TailedHistogram", "TailWarning", "fit_binned_gpd"]
 
@@ -150,7 +152,8 @@ class Discrete(NoiseModel):
         # below k0, F^n < exp(-40): those steps count in full
         k0 = int(np.searchsorted(self._head[1:-1], math.exp(-_NEGLIGIBLE_LOG / n), "right"))
         if n <= _POWER_BY_SQUARING_MAX_N:
-            rest = step_sum_one_minus_power(self.values, self._head, n, k0)
+            with kernel_threads(self.values.size - k0, _PARALLEL_MIN_STEPS):
+                rest = step_sum_one_minus_power(self.values, self._head, n, k0)
         else:  # precise for F close to one; few points remain above k0
             one_minus = -np.expm1(n * np.log1p(-self._tail[k0 + 1:-1]))
             rest = np.dot(np.diff(self.values[k0:]), one_minus)

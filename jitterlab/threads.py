@@ -1,0 +1,93 @@
+"""How many threads a parallel kernel takes: the CPUs that no other task is using.
+
+jitterlab's parallel kernels (numba ``prange`` on the OpenMP layer) open one parallel region
+per phase or per tree level. On an idle machine the threads meet at the end of each region in
+microseconds. On a shared machine (a JupyterHub, a login node, a laptop with a browser) a
+thread that lost its CPU to another process holds up the whole region until the scheduler
+gives the CPU back, and meanwhile its partner spins on the CPU that it needs: a call of a few
+milliseconds then takes seconds (issue #20 measured 4-68x with two busy processes).
+
+So before each kernel call, :func:`kernel_threads` counts the tasks that are running or
+waiting for a CPU right now (``/proc/loadavg``), takes away this process's own, and runs the
+call on the CPUs left over: all of them on an idle machine, one beside busy processes, where
+one thread is as fast as two would be at their fair share and never waits for a straggler.
+The count is taken at the call, not as a load average, so it follows the machine within a
+call's time. Kernels whose work is too small to gain from a second thread run on one thread
+whatever the machine (``minimum``).
+
+The number of threads never changes a result: the kernels split their work in a fixed way.
+``numba.set_num_threads(k)`` before a call caps the threads at ``k``; the environment variable
+``JITTERLAB_THREADS=all`` turns the adaptation off (every call takes numba's current number).
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+
+import numba
+
+__all__ = ["free_cpus", "kernel_threads"]
+
+_LOADAVG = Path("/proc/loadavg")
+_OWN_TASKS = Path("/proc/self/task")
+
+
+def _running_here() -> int:
+    """Threads of this process that are running or runnable now."""
+    count = 0
+    for stat in _OWN_TASKS.glob("*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # the thread ended meanwhile
+            continue
+        if text[text.rindex(")") + 2] == "R":
+            count += 1
+    return count
+
+
+def free_cpus() -> int | None:
+    """CPUs of this process's affinity that no other task is using now, or None where the
+    kernel does not say (no ``/proc``).
+
+    Counts the runnable tasks of the whole machine (the fourth field of ``/proc/loadavg``)
+    minus those of this process, and subtracts them from the CPUs this process may run on.
+    """
+    try:
+        running = int(_LOADAVG.read_text().split()[3].split("/")[0])
+        cpus = len(os.sched_getaffinity(0))
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+    others = max(running - _running_here(), 0)
+    return max(cpus - others, 0)
+
+
+def _threads_for(size: int | None, minimum: int) -> int:
+    allowed = numba.get_num_threads()
+    if allowed == 1 or (size is not None and size < minimum):
+        return 1
+    if os.environ.get("JITTERLAB_THREADS", "").strip().lower() == "all":
+        return allowed
+    free = free_cpus()
+    return allowed if free is None else max(1, min(allowed, free))
+
+
+@contextmanager
+def kernel_threads(size: int | None = None, minimum: int = 0):
+    """Run the enclosed kernel call on the CPUs that are free now (at least one).
+
+    Parameters
+    ----------
+    size : int, optional
+        The call's amount of parallel work (tasks, values) [count].
+    minimum : int
+        Below this ``size`` the call runs on one thread: its parallel regions are too small
+        to gain from a second one [count].
+    """
+    before = numba.get_num_threads()
+    numba.set_num_threads(_threads_for(size, minimum))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
