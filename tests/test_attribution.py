@@ -282,3 +282,41 @@ def test_live_hrtimer_driven_load_is_attributed_with_its_hrtimer(dutyhog, tmp_pa
     lower = result["companion_share"] - Z_99 * max(result["companion_standard_error"],
                                                    1 / result["detours"])
     assert lower >= 0.95, result
+
+
+# --------------------------------------------------------------------------------------
+# the shipped recording (data/kernel_events/), read where tracefs is not available
+# --------------------------------------------------------------------------------------
+SHIPPED = Path(__file__).parent.parent / "data" / "kernel_events" / "cpu1_60s.detour"
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return attribute_recording(SHIPPED)
+
+
+def test_shipped_recording_is_complete_and_on_one_time_base(shipped):
+    events = jl.bench.read_kernel_events(SHIPPED)
+    assert events.attrs["clock"] == "x86-tsc" and events.attrs["lost_events"] == 0
+    assert events.attrs["clock_mapping"].startswith("identity")
+    assert events.attrs["sync_marks"] == 60 and set(events["cpu"]) == {1}
+    detours = jl.bench.detour_table(SHIPPED)
+    assert shipped.attrs["n_detours"] == len(detours) == shipped["detour"].nunique()
+    sums = shipped.groupby("detour")["time"].sum().to_numpy()
+    np.testing.assert_allclose(sums, detours["length"].to_numpy(), rtol=1e-9)
+
+
+def test_shipped_recording_gives_the_figures_of_its_provenance(shipped):
+    """The figures in cpu1_60s.detour.json (printed by benchmarks/bench_attribution.py when it
+    recorded the file) follow from the file with today's code."""
+    import json
+
+    figures = json.loads(SHIPPED.with_name(SHIPPED.name + ".json").read_text())["machine"]
+    total = shipped.drop_duplicates("detour")["length"].sum()
+    invisible = shipped.loc[shipped["kind"] == "invisible", "time"].sum()
+    assert figures["detours"] == shipped.attrs["n_detours"]
+    assert figures["not_visible_share"] == pytest.approx(invisible / total, rel=1e-9)
+    assert figures["detours_without_guest_event"] == shipped.attrs[
+        "detours_without_guest_event"]
+    summary = cause_summary(shipped)
+    assert [row["cause"] for row in figures["top_causes"]] == list(summary["cause"][:10])
