@@ -158,6 +158,7 @@ def site(tmp_path_factory):
     return types.SimpleNamespace(out=out, notebooks=sources)
 
 
+@pytest.mark.slow
 def test_every_page_is_built(site):
     assert (site.out / "index.html").is_file()
     for page in DOCS.glob("*.md"):

@@ -184,6 +184,7 @@ def test_figure_shows_the_three_methods(trace):
 # --------------------------------------------------------------------------------------
 # the widget (ipywidgets runs without a kernel or a browser)
 # --------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_widget_builds_and_redraws():
     import ipywidgets
 
@@ -201,6 +202,7 @@ def test_widget_builds_and_redraws():
     assert box.values.attrs["barrier"] == "wait for the slowest"
 
 
+@pytest.mark.slow
 def test_widget_switches_laws_and_shows_their_parameters():
     box = jl.explore()
     parameter_box = box.children[0].children[0].children[1]
@@ -214,6 +216,7 @@ def test_widget_switches_laws_and_shows_their_parameters():
     assert box.values.attrs["source"].startswith("trace jitterlab.bench.detour, CPU 1")
 
 
+@pytest.mark.slow
 def test_widget_reports_a_bad_value_and_stays_usable():
     box = jl.explore()
     box.controls["source"].value = "Periodic"

@@ -496,6 +496,7 @@ def hypoexponential_max_mean(m1, m2, n):
     return float(total)
 
 
+@pytest.mark.slow
 def test_sum_of_two_exponentials_max_mean_is_exact_and_quiet():
     # the general quadrature path on a Sum, under filterwarnings = error
     model = Exponential(mean=1e-5) + Exponential(mean=2e-5)

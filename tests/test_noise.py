@@ -288,6 +288,7 @@ def test_describe_names_the_model():
     assert jl.noise.NoiseModel in type(Exponential(mean=1.0)).__mro__
 
 
+@pytest.mark.slow
 def test_sum_with_a_kinked_part_is_precise_and_quiet():
     # Uniform(0, h) + Exponential(m): closed-form survival function; the Uniform's upper
     # end puts a kink into the convolution integrand, which must not cost precision or
