@@ -52,7 +52,7 @@ from .noise import Empirical, from_trace
 from .simulate import simulate
 from .trace import Trace
 
-__all__ = ["KINDS", "INVISIBLE", "UNATTRIBUTED", "check_attribution", "noise_by_cause",
+__all__ = ["KINDS", "INVISIBLE", "UNATTRIBUTED", "check_attribution", "window", "noise_by_cause",
            "cause_trace", "event_laws", "removal_cost", "label_sources",
            "periodic_sources_by_cause"]
 
@@ -172,6 +172,38 @@ def check_attribution(table) -> pd.DataFrame:
                               ignore_index=True)
     frame.attrs = dict(table.attrs)
     return frame
+
+
+def window(table, start: float, stop: float) -> pd.DataFrame:
+    """The attribution table of a part of the recording.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        The attribution table (see :func:`check_attribution`).
+    start, stop : float
+        The part of the recording kept, ``start <= t < stop`` (a detour is kept when it
+        starts and ends in it). [s]
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows of the detours inside, ``start`` measured from ``start``;
+        ``attrs["duration"]`` is ``stop - start``, ``attrs["window"]`` the two bounds.
+    """
+    frame = check_attribution(table)
+    duration = float(frame.attrs["duration"])
+    start, stop = float(start), float(stop)
+    if not 0 <= start < stop <= duration * (1 + 1e-12):
+        raise ValueError(f"need 0 <= start < stop <= the recording's duration {duration} s, "
+                         f"got {start!r} and {stop!r}")
+    inside = (frame["start"] >= start) & (frame["start"] + frame["length"] <= stop)
+    out = frame[inside].reset_index(drop=True)
+    out["start"] = out["start"] - start
+    out.attrs = {**frame.attrs, "duration": stop - start, "window": [start, stop]}
+    if out.empty:
+        raise ValueError(f"no detour between {start} s and {stop} s")
+    return out
 
 
 def _detours(frame: pd.DataFrame) -> pd.DataFrame:

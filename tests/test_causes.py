@@ -19,6 +19,7 @@ from jitterlab.causes import (
     noise_by_cause,
     periodic_sources_by_cause,
     removal_cost,
+    window,
 )
 
 TIMER, RCU, KWORKER = "timer interrupt", "softirq:RCU", "thread:kworker/1:1"
@@ -108,6 +109,23 @@ def test_check_attribution_needs_the_duration():
         check_attribution(table)
     with pytest.raises(TypeError, match="DataFrame"):
         check_attribution([1, 2])
+
+
+def test_window_keeps_the_detours_inside():
+    table = machine_table(10, duration=2.0)
+    part = window(table, 0.5, 1.5)
+    assert part.attrs["duration"] == pytest.approx(1.0)
+    inside = table[(table["start"] >= 0.5) & (table["start"] + table["length"] <= 1.5)]
+    assert len(part) == len(inside)
+    np.testing.assert_allclose(part["start"], inside["start"].to_numpy() - 0.5, atol=1e-15)
+    # two windows hold every row but those of a detour across their common bound
+    halves = [window(table, 0.0, 1.0), window(table, 1.0, 2.0)]
+    across = (table["start"] < 1.0) & (table["start"] + table["length"] > 1.0)
+    assert sum(len(h) for h in halves) + int(across.sum()) == len(table)
+    with pytest.raises(ValueError, match="need 0 <= start < stop"):
+        window(table, 1.5, 0.5)
+    with pytest.raises(ValueError, match="need 0 <= start < stop"):
+        window(table, 0.0, 3.0)
 
 
 # --------------------------------------------------------------------------------------
