@@ -36,22 +36,28 @@ def test_the_shipped_runs_hold_together():
     assert table.attrs["provenance"]["kind"] == "ross_phold"
 
 
-def test_the_appended_grid_holds_together():
-    # issue #18: appended after run 85, every configuration of the grid in every repeat
-    # (round robin), ROSS's rate = committed / running time, efficiency = 1 - rolled back /
-    # committed as ROSS defines it (negative when more roll back than commit)
+@pytest.mark.parametrize("first, last", [(86, 140), (141, None)])
+def test_the_appended_grid_holds_together(first, last):
+    # issue #18: appended after run 85, on the loaded machine (runs 86-140, the last repeat
+    # cut short) and again with the ranks boosted (from 141, complete repeats); every
+    # configuration of the grid in every repeat (round robin), ROSS's rate = committed /
+    # running time, efficiency = 1 - rolled back / committed as ROSS defines it (negative
+    # when more roll back than commit)
     table = load_ross_phold()
-    grid = table[table["run"] > 85]
+    grid = table[(table["run"] >= first) & (table["run"] <= (last or table["run"].max()))]
     assert len(grid) >= 25 and set(grid["pes"]) == {1, 2}
     per_repeat = grid.groupby("repeat")["config"].agg(list)
     assert per_repeat.map(len).max() == grid["config"].nunique() == 25
-    assert (per_repeat.iloc[:-1].map(len) == 25).all()  # only the last may be cut short
+    complete = per_repeat if last is None else per_repeat.iloc[:-1]
+    assert (complete.map(len) == 25).all()  # only the loaded set's last is cut short
     rate = grid["committed_events"] / grid["running_time_s"]
     assert (abs(rate / grid["event_rate_per_s"] - 1) < 1e-3).all()
     efficiency = 100 * (1 - grid["events_rolled_back"] / grid["committed_events"])
     assert (abs(efficiency - grid["efficiency_percent"]) < 0.006).all()
     assert set(grid["start_events"]) == {1, 10}
     assert (grid["other_cpu_s"] >= -0.05).all()
+    boosted = grid["command"].str.contains("/proc/$$/autogroup", regex=False)
+    assert boosted.all() if last is None else not boosted.any()
 
 
 def test_output_that_did_not_finish_is_refused(tmp_path):

@@ -91,9 +91,12 @@ def test_refuses_an_unfinished_run_or_another_configuration(runner):
         runner.parse_output(text, runner.BY_NAME["seq"])
 
 
-@pytest.mark.parametrize("name, first, last, build", [
-    ("issue12", 1, 85, ROSS_BUILD), ("issue18", 86, None, Path("/work/ext/ross/build"))])
-def test_configurations_are_the_shipped_ones(runner, shipped, name, first, last, build):
+@pytest.mark.parametrize("name, first, last, build, autogroup_nice", [
+    ("issue12", 1, 85, ROSS_BUILD, None),
+    ("issue18", 86, 140, Path("/work/ext/ross/build"), None),  # the loaded machine
+    ("issue18", 141, None, Path("/work/ext/ross/build"), -20)])  # again, ranks boosted
+def test_configurations_are_the_shipped_ones(runner, shipped, name, first, last, build,
+                                             autogroup_nice):
     # each set's configurations in the shipped table's order of first appearance, their
     # columns and their commands as written, character for character
     run = shipped["run"].astype(int)
@@ -102,7 +105,7 @@ def test_configurations_are_the_shipped_ones(runner, shipped, name, first, last,
     assert table["config"].is_unique and len(table) == len(runner.SETS[name])
     ours = []
     for config in runner.SETS[name]:
-        command = runner.ross_command(config, build, MPIEXEC)
+        command = runner.ross_command(config, build, MPIEXEC, autogroup_nice)
         row = runner.make_row(config, 1, 1, datetime.now().astimezone(),
                               dict.fromkeys(runner.STATISTICS, 0), dict.fromkeys(
                                   ("wall_s", "ross_cpu_s", "noise_cpu_s", "other_cpu_s",
