@@ -395,8 +395,9 @@ def max_of_n(dist_or_list, n=None, method: str = "exact",
              "model": "; ".join(m.describe() for m in models),
              "tail": tail or "none (empirical laws end at their largest sample)"}
     if method == "exact":
-        means = np.array([exact_max_mean(models, process_counts(len(models), k))
-                          for k in n_values])
+        with kernel_threads():  # one decision for the whole call, not one per N
+            means = np.array([exact_max_mean(models, process_counts(len(models), k))
+                              for k in n_values])
         quants = np.array([exact_max_quantile(models, process_counts(len(models), k), q)
                            for k in n_values])
         data = {"mean": ("n", means, {**seconds, "long_name": "E[max of N]"}),

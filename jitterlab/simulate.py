@@ -399,25 +399,26 @@ def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="r
 
     phase_times, slowdowns, coverages = [], [], []
     detail_vars = {}
-    for count in counts:
-        offsets = np.ascontiguousarray(offsets_all[:count])
-        theta, compute, end_times, op_ends = _run(table, offsets, work, phases, barrier,
-                                                  detail, ops=events and barrier is not None)
-        if barrier is None:  # without jitter every phase takes exactly w
-            reference = work
-        else:
-            reference = _noiseless_phase_mean(int(count), work, phases, barrier)
-        phase_times.append(theta)
-        slowdowns.append(theta.mean() / reference - 1.0)
-        coverages.append(theta.sum() / period)
-        if detail:
-            previous_end = np.vstack([np.zeros((1, count)), end_times[:-1]])
-            wait = (end_times - previous_end) - compute
-            detail_vars = {
-                "compute_time": (("phase", "task"), compute,
-                                 {"units": "s", "long_name": "compute time incl. jitter"}),
-                "wait_time": (("phase", "task"), wait,
-                              {"units": "s", "long_name": "time at the barrier"})}
+    with kernel_threads():  # the free CPUs counted once for all the N
+        for count in counts:
+            offsets = np.ascontiguousarray(offsets_all[:count])
+            theta, compute, end_times, op_ends = _run(table, offsets, work, phases, barrier,
+                                                      detail, ops=events and barrier is not None)
+            if barrier is None:  # without jitter every phase takes exactly w
+                reference = work
+            else:
+                reference = _noiseless_phase_mean(int(count), work, phases, barrier)
+            phase_times.append(theta)
+            slowdowns.append(theta.mean() / reference - 1.0)
+            coverages.append(theta.sum() / period)
+            if detail:
+                previous_end = np.vstack([np.zeros((1, count)), end_times[:-1]])
+                wait = (end_times - previous_end) - compute
+                detail_vars = {
+                    "compute_time": (("phase", "task"), compute,
+                                     {"units": "s", "long_name": "compute time incl. jitter"}),
+                    "wait_time": (("phase", "task"), wait,
+                                  {"units": "s", "long_name": "time at the barrier"})}
 
     single = np.ndim(n) == 0
     phase_coord = np.arange(phases)

@@ -23,6 +23,8 @@ The number of threads never changes a result: the kernels split their work in a 
 from __future__ import annotations
 
 import os
+import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -32,6 +34,8 @@ __all__ = ["free_cpus", "kernel_threads"]
 
 _LOADAVG = Path("/proc/loadavg")
 _OWN_TASKS = Path("/proc/self/task")
+_SAMPLES = 3  # reads of the runnable count in a row; the fewest others counts; if some ...
+_SECOND_LOOK = 2e-4  # ... remain, as many reads again after this pause [s]
 
 
 def _running_here() -> int:
@@ -53,13 +57,25 @@ def free_cpus() -> int | None:
 
     Counts the runnable tasks of the whole machine (the fourth field of ``/proc/loadavg``)
     minus those of this process, and subtracts them from the CPUs this process may run on.
+    The count is the fewest of three reads in a row and, if other tasks remain, of three more
+    after a pause of 0.2 ms: a kernel thread or a short-lived task seen for an instant is no
+    busy process. Beside busy processes the pause may last a scheduler slice (milliseconds),
+    once per user-level call.
     """
     try:
-        running = int(_LOADAVG.read_text().split()[3].split("/")[0])
         cpus = len(os.sched_getaffinity(0))
+        others = cpus
+        for sample in range(2 * _SAMPLES):  # a task seen for an instant is no busy process
+            if sample == _SAMPLES:
+                time.sleep(_SECOND_LOOK)
+            own = _running_here()  # before and after: a thread of ours may stop meanwhile
+            running = int(_LOADAVG.read_text().split()[3].split("/")[0])
+            own = max(own, _running_here())
+            others = min(others, max(running - own, 0))
+            if others == 0:
+                break
     except (OSError, ValueError, IndexError, AttributeError):
         return None
-    others = max(running - _running_here(), 0)
     return max(cpus - others, 0)
 
 
@@ -73,6 +89,9 @@ def _threads_for(size: int | None, minimum: int) -> int:
     return allowed if free is None else max(1, min(allowed, free))
 
 
+_decided = threading.local()  # inside an outer kernel_threads: its decision holds
+
+
 @contextmanager
 def kernel_threads(size: int | None = None, minimum: int = 0):
     """Run the enclosed kernel call on the CPUs that are free now (at least one).
@@ -84,10 +103,21 @@ def kernel_threads(size: int | None = None, minimum: int = 0):
     minimum : int
         Below this ``size`` the call runs on one thread: its parallel regions are too small
         to gain from a second one [count].
+
+    Inside another ``kernel_threads`` block (a user-level call made of many kernel calls,
+    such as ``max_of_n`` over many N) the CPUs are not counted again: the outer decision
+    holds, so the count costs once per call.
     """
     before = numba.get_num_threads()
-    numba.set_num_threads(_threads_for(size, minimum))
+    depth = getattr(_decided, "depth", 0)
+    if depth:  # a kernel inside a call that has counted the CPUs already
+        count = 1 if size is not None and size < minimum else before
+    else:
+        count = _threads_for(size, minimum)
+    numba.set_num_threads(count)
+    _decided.depth = depth + 1
     try:
         yield
     finally:
+        _decided.depth = depth
         numba.set_num_threads(before)

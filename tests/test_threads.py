@@ -89,3 +89,18 @@ def test_results_do_not_depend_on_how_many_cpus_are_free(loadavg, barrier):
         result = jl.simulate(trace, n=[300, 2000], work=1e-3, phases=5, barrier=barrier, rng=3)
         runs.append(result.phase_time.values)
     np.testing.assert_array_equal(runs[0], runs[1])
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
+def test_an_inner_call_keeps_the_outer_decision(loadavg):
+    loadavg(1)
+    numba.set_num_threads(2)
+    with threads.kernel_threads():
+        loadavg(3)  # the machine got busy: the inner kernels do not count again
+        with threads.kernel_threads(10_000, minimum=256):
+            assert numba.get_num_threads() == 2
+        with threads.kernel_threads(10, minimum=256):
+            assert numba.get_num_threads() == 1
+        assert numba.get_num_threads() == 2
+    with threads.kernel_threads():
+        assert numba.get_num_threads() == 1
