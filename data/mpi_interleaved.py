@@ -55,7 +55,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from run_ross_phold import busy_cpu_seconds, children_cpu_seconds  # noqa: E402
+from run_ross_phold import append_row, busy_cpu_seconds, children_cpu_seconds  # noqa: E402
 
 #: experiment → its two arms, in the order they run within a pair
 EXPERIMENTS = {"injection": ("clean", "injected"), "pinning": ("pinned", "unpinned"),
@@ -161,18 +161,6 @@ def read_rows(path: Path) -> list[dict]:
         return list(csv.DictReader(stream))
 
 
-def append(path: Path, row: dict) -> None:
-    """Append ``row`` to ``path`` (header first when new) and sync it to disk."""
-    new = not path.exists()
-    with path.open("a", newline="") as stream:
-        writer = csv.DictWriter(stream, fieldnames=COLUMNS)
-        if new:
-            writer.writeheader()
-        writer.writerow(row)
-        stream.flush()
-        os.fsync(stream.fileno())
-
-
 def run_once(experiment: str, pair: int, arm: str, out_dir: Path, mpiexec: Path,
              autogroup_nice: int | None = None) -> dict:
     """Launch one run, measure it and return its row of :data:`COLUMNS`."""
@@ -238,7 +226,7 @@ def main(argv=None) -> int:
         for arm in EXPERIMENTS[args.experiment]:
             row = run_once(args.experiment, pair, arm, args.out_dir.resolve(), args.mpiexec,
                            args.autogroup_nice)
-            append(table, row)
+            append_row(table, row, COLUMNS)
             share = float(row["other_cpu_s"]) / (2 * float(row["wall_s"]))
             print(f"{args.experiment} pair {pair} {arm:<13} {row['time_in_phases_s']} s in "
                   f"phases, wall {row['wall_s']} s, load {row['load_before']} -> "

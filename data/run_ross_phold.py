@@ -310,9 +310,10 @@ def read_done(path: Path) -> list[dict]:
         return list(reader)
 
 
-def append_row(path: Path, row: dict) -> None:
-    """Append ``row`` to the CSV ``path`` (header first if the file is new) and sync it."""
-    append_csv_row(path, row, COLUMNS)
+def append_row(path: Path, row: dict, columns=COLUMNS) -> None:
+    """Append ``row`` to the CSV ``path`` (header ``columns`` first if the file is new) and
+    sync it."""
+    append_csv_row(path, row, columns)
 
 
 def build_dutyhog(work_dir: Path) -> Path:
