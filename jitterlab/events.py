@@ -497,7 +497,7 @@ def write_events(trace: EventTrace, path, *, overwrite: bool = False) -> Path:
 
     if not isinstance(trace, EventTrace):
         raise TypeError(f"trace must be a jl.EventTrace, got {type(trace).__name__}")
-    refuse_existing(path, overwrite)
+    refuse_existing(path, overwrite)  # before the document is built; atomic_write again
     kind = _kind_of(path)
     document = _document(trace)
     if kind == "parquet":
@@ -508,7 +508,8 @@ def write_events(trace: EventTrace, path, *, overwrite: bool = False) -> Path:
         table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                                _PARQUET_KEY: document.encode()})
         return atomic_write(path, lambda temp: pq.write_table(table, temp,
-                                                              compression="zstd"))
+                                                              compression="zstd"),
+                            overwrite=overwrite)
     import xarray as xr
 
     data = trace.data
@@ -524,7 +525,8 @@ def write_events(trace: EventTrace, path, *, overwrite: bool = False) -> Path:
             variables[name] = ("interval", data[name].to_numpy(), attrs)
     dataset = xr.Dataset(variables, attrs={"jitterlab_events": document})
     encoding = {name: {"_FillValue": None} for name in variables}
-    return atomic_write(path, lambda temp: dataset.to_netcdf(temp, encoding=encoding))
+    return atomic_write(path, lambda temp: dataset.to_netcdf(temp, encoding=encoding),
+                        overwrite=overwrite)
 
 
 def read_events(path) -> EventTrace:

@@ -566,22 +566,19 @@ class Trace:
         """
         from .io import native
 
-        refuse_existing(path, overwrite)
-        return native.write_csv(self, path)
+        return native.write_csv(self, path, overwrite=overwrite)
 
     def to_parquet(self, path, *, overwrite: bool = False) -> Path:
         """Write Parquet (metadata as JSON in the schema metadata); lossless."""
         from .io import native
 
-        refuse_existing(path, overwrite)
-        return native.write_parquet(self, path)
+        return native.write_parquet(self, path, overwrite=overwrite)
 
     def to_netcdf(self, path, *, overwrite: bool = False) -> Path:
         """Write netCDF via xarray (dimension ``event``); lossless."""
         from .io import native
 
-        refuse_existing(path, overwrite)
-        return native.write_netcdf(self, path)
+        return native.write_netcdf(self, path, overwrite=overwrite)
 
     def to_jitsim(self, path, *, overwrite: bool = False) -> Path:
         """Write jitSim's two-column table (values in :attr:`unit`); lossless."""

@@ -432,3 +432,49 @@ def test_fwq_samples_files_point_to_their_reader(tmp_path, name):
     path = jl.bench.write_fwq_samples(jl.noise.Empirical([1e-6, 2e-6]), tmp_path / name)
     with pytest.raises(NotATraceError, match=rf"{name} holds FWQ samples.*read_fwq_samples"):
         read_trace(path)
+
+
+# --------------------------------------------------------------------------------------
+# the one writer rule, in the atomic write itself (issue #19)
+# --------------------------------------------------------------------------------------
+def test_atomic_write_refuses_an_existing_file_before_writing(tmp_path):
+    path = tmp_path / "kept.csv"
+    path.write_text("mine")
+    calls = []
+    with pytest.raises(FileExistsError, match="kept.csv exists; pass overwrite=True"):
+        atomic_write(path, calls.append, overwrite=False)
+    assert calls == [] and path.read_text() == "mine"
+    with pytest.raises(TypeError, match="overwrite must be True or False, got 'yes'"):
+        atomic_write(path, calls.append, overwrite="yes")
+
+
+@pytest.mark.parametrize("name", ["raced.csv", "raced.csv.gz"])
+def test_a_file_that_appears_during_the_write_is_not_replaced(tmp_path, name):
+    path = tmp_path / name
+
+    def slow_writer(temp):  # another process creates the file while this one writes
+        temp.write_text("# jitterlab trace\n")
+        path.write_text("theirs")
+
+    with pytest.raises(FileExistsError, match=f"{name} appeared while it was being written"):
+        atomic_write(path, slow_writer, overwrite=False)
+    assert path.read_text() == "theirs"
+    assert os.listdir(tmp_path) == [name]  # no temporary file left
+    atomic_write(path, lambda temp: temp.write_text("replaced"), overwrite=True)
+    assert path.read_bytes().startswith(b"\x1f\x8b") == name.endswith(".gz")
+
+
+@pytest.mark.parametrize("writer", ["write_csv", "write_parquet", "write_netcdf"])
+def test_every_native_writer_refuses_an_existing_file_unless_asked(tmp_path, writer):
+    from jitterlab.io import native
+
+    trace = fig2()
+    path = tmp_path / {"write_csv": "t.csv.gz", "write_parquet": "t.parquet",
+                       "write_netcdf": "t.nc"}[writer]
+    getattr(native, writer)(trace, path)
+    before = path.read_bytes()
+    with pytest.raises(FileExistsError, match="exists; pass overwrite=True"):
+        getattr(native, writer)(trace, path)
+    assert path.read_bytes() == before
+    getattr(native, writer)(trace, path, overwrite=True)
+    assert read_trace(path).n_events == trace.n_events

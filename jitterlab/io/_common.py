@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._checks import refuse_existing
 from ..trace import Trace, plain_metadata
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -88,9 +89,18 @@ def _umask() -> int:
     return mask
 
 
-def atomic_write(path, write: Callable[[Path], None]) -> Path:
+def atomic_write(path, write: Callable[[Path], None], *, overwrite: bool = True) -> Path:
     """Call ``write(temporary_path)``, gzip the result if ``path`` ends in ``.gz``, then
-    move it onto ``path`` with :func:`os.replace` (readers never see a partial file)."""
+    move it onto ``path`` (readers never see a partial file).
+
+    The one writer rule lives here: with ``overwrite=False`` an existing ``path`` is
+    refused (FileExistsError, "pass overwrite=True") before anything is written, and the
+    finished file is moved into place only if no file appeared there meanwhile (a hard
+    link, which fails on an existing name, where the file system has them; else a last
+    check before :func:`os.replace`). Every public writer passes its ``overwrite``
+    (default False); True replaces, for internal writers that checked the target already.
+    """
+    refuse_existing(path, overwrite)
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
     with _temporary(directory, path.name) as temp:
@@ -100,16 +110,33 @@ def atomic_write(path, write: Callable[[Path], None]) -> Path:
                 with open(temp, "rb") as source, open(packed, "wb") as raw, \
                         gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as target:
                     shutil.copyfileobj(source, target)
-                os.replace(packed, path)
+                _move(packed, path, overwrite)
         else:
-            os.replace(temp, path)
+            _move(temp, path, overwrite)
     return path
 
 
-def write_text(path, lines: Iterable[str]) -> Path:
-    """Write ``lines`` (each ended by a newline) atomically, UTF-8."""
+def _move(temp: Path, path: Path, overwrite: bool) -> None:
+    """Put the finished ``temp`` at ``path``; without ``overwrite`` never onto a file."""
+    if overwrite:
+        os.replace(temp, path)
+        return
+    try:
+        os.link(temp, path)  # atomic, and fails if path exists
+    except FileExistsError:
+        raise FileExistsError(f"{path} appeared while it was being written; pass "
+                              f"overwrite=True to replace it") from None
+    except OSError:  # no hard links here (some network or FAT file systems)
+        refuse_existing(path, overwrite)
+        os.replace(temp, path)
+
+
+def write_text(path, lines: Iterable[str], *, overwrite: bool = True) -> Path:
+    """Write ``lines`` (each ended by a newline) atomically, UTF-8 (``overwrite`` as for
+    :func:`atomic_write`)."""
     text = "".join(f"{line}\n" for line in lines)
-    return atomic_write(path, lambda temp: temp.write_text(text, encoding="utf-8"))
+    return atomic_write(path, lambda temp: temp.write_text(text, encoding="utf-8"),
+                        overwrite=overwrite)
 
 
 # --------------------------------------------------------------------------------------
@@ -284,11 +311,13 @@ class NotATraceError(ValueError):
     """
 
 
-def write_two_columns(trace, path, fmt: str, title: str, header: str, separator: str) -> Path:
+def write_two_columns(trace, path, fmt: str, title: str, header: str, separator: str, *,
+                      overwrite: bool = True) -> Path:
     """Write jitter and gap as a text table (atomic): a marker line ``(title)``, the
     ``# key: <json>`` metadata, ``header``, then one row per event; ``fmt`` names the
-    format in errors."""
+    format in errors (``overwrite`` as for :func:`atomic_write`)."""
     fields = header_fields(trace, (), fmt)
     rows = map(separator.join, zip(format_column(trace.jitter), format_column(trace.gap),
                                    strict=True))
-    return write_text(path, [f"{MARKER} ({title})", *metadata_lines(fields), header, *rows])
+    return write_text(path, [f"{MARKER} ({title})", *metadata_lines(fields), header, *rows],
+                      overwrite=overwrite)

@@ -58,10 +58,12 @@ def _not_a_trace(name: str, marker: str) -> _common.NotATraceError:
 # --------------------------------------------------------------------------------------
 # CSV
 # --------------------------------------------------------------------------------------
-def write_csv(trace: Trace, path) -> Path:
-    """Write ``trace`` as jitterlab CSV (atomic; gzip if ``path`` ends in ``.gz``)."""
+def write_csv(trace: Trace, path, *, overwrite: bool = False) -> Path:
+    """Write ``trace`` as jitterlab CSV (atomic; gzip if ``path`` ends in ``.gz``); an
+    existing ``path`` is refused unless ``overwrite``."""
     return _common.write_two_columns(trace, path, "jitterlab CSV",
-                                     f"jitterlab CSV, version {FORMAT_VERSION}", _HEADER, ",")
+                                     f"jitterlab CSV, version {FORMAT_VERSION}", _HEADER, ",",
+                                     overwrite=overwrite)
 
 
 def _read_csv(path, data: bytes) -> Trace:
@@ -96,8 +98,9 @@ def _read_csv(path, data: bytes) -> Trace:
 # --------------------------------------------------------------------------------------
 # Parquet
 # --------------------------------------------------------------------------------------
-def write_parquet(trace: Trace, path) -> Path:
-    """Write ``trace`` as Parquet (atomic; zstd-compressed columns)."""
+def write_parquet(trace: Trace, path, *, overwrite: bool = False) -> Path:
+    """Write ``trace`` as Parquet (atomic; zstd-compressed columns); an existing ``path``
+    is refused unless ``overwrite``."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -108,7 +111,7 @@ def write_parquet(trace: Trace, path) -> Path:
                       "gap": pa.array(np.asarray(trace.gap), pa.float64())})
     table = table.replace_schema_metadata({_PARQUET_KEY: _common.to_json(document)})
     return _common.atomic_write(
-        path, lambda temp: pq.write_table(table, temp, compression="zstd"))
+        path, lambda temp: pq.write_table(table, temp, compression="zstd"), overwrite=overwrite)
 
 
 def _read_parquet(path, data: bytes) -> Trace:
@@ -163,8 +166,9 @@ def _netcdf_attrs(fields: dict) -> dict:
     return attrs
 
 
-def write_netcdf(trace: Trace, path) -> Path:
-    """Write ``trace`` as netCDF through xarray (atomic)."""
+def write_netcdf(trace: Trace, path, *, overwrite: bool = False) -> Path:
+    """Write ``trace`` as netCDF through xarray (atomic); an existing ``path`` is refused
+    unless ``overwrite``."""
     import xarray as xr
 
     fields = _common.header_fields(trace, _NC_RESERVED, "jitterlab netCDF")
@@ -176,7 +180,8 @@ def write_netcdf(trace: Trace, path) -> Path:
     }
     dataset = xr.Dataset(variables, attrs=_netcdf_attrs(fields))
     encoding = {name: {"_FillValue": None} for name in variables}
-    return _common.atomic_write(path, lambda temp: dataset.to_netcdf(temp, encoding=encoding))
+    return _common.atomic_write(path, lambda temp: dataset.to_netcdf(temp, encoding=encoding),
+                                overwrite=overwrite)
 
 
 def _python_value(value):
