@@ -34,6 +34,7 @@ from .maxofn import max_of_n
 from .message import Message
 from .noise import NoiseModel, Periodic, from_trace
 from .simulate import TreeBarrier, simulate
+from .threads import kernel_threads
 from .trace import Trace
 
 __all__ = ["explore", "explore_values", "law_trace", "make_barrier", "plot_explore",
@@ -286,9 +287,10 @@ def explore_values(noise, n_max: int = 2**16, work: float = 1e-3, barrier: str =
     analytic = max_of_n(law + work, n=grid)
     bounds = theorem1_bounds(law + work, n=grid, barrier=model)
     sim_n = _simulated(grid, simulated_n_max)
-    per_run = np.array([
-        simulate(trace, sim_n, work, phases=phases, barrier=model, rng=seed)["phase_time"]
-        .mean("phase").values for seed in seeds[1:]])
+    with kernel_threads():  # the free CPUs counted once for all the runs
+        per_run = np.array([
+            simulate(trace, sim_n, work, phases=phases, barrier=model, rng=seed)["phase_time"]
+            .mean("phase").values for seed in seeds[1:]])
     simulation = np.full(grid.size, np.nan)
     simulation_se = np.full(grid.size, np.nan)
     where = np.searchsorted(grid, sim_n)

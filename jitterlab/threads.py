@@ -41,12 +41,13 @@ _SECOND_LOOK = 2e-4  # ... remain, as many reads again after this pause [s]
 def _running_here() -> int:
     """Threads of this process that are running or runnable now."""
     count = 0
-    for stat in _OWN_TASKS.glob("*/stat"):
+    for task in os.listdir(_OWN_TASKS):
         try:
-            text = stat.read_text()
+            with open(f"{_OWN_TASKS}/{task}/stat", "rb") as stat:
+                text = stat.read()
         except OSError:  # the thread ended meanwhile
             continue
-        if text[text.rindex(")") + 2] == "R":
+        if text[text.rindex(b")") + 2] == ord("R"):
             count += 1
     return count
 
