@@ -476,3 +476,25 @@ def test_record_script_keeps_measurements_it_does_not_record(script, tmp_path):
         return [line for line in text.splitlines() if "Last update" not in line]
 
     assert without_date(provenance) == without_date(shipped_text)
+
+
+def test_interleaved_mpi_pairs_hold_together():
+    # data/mpi_interleaved (issue #18, notebook 12): every pair has both arms of its
+    # experiment, started A then B; every run's file is there and its time in phases is the
+    # one in the table
+    folder = datasets.DATA_DIR / "mpi_interleaved"
+    table = pd.read_csv(folder / "runs.csv")
+    arms = {"injection": ("clean", "injected"), "pinning": ("pinned", "unpinned"),
+            "recording": ("plain", "kernel_events")}
+    assert set(table["experiment"]) == set(arms)
+    for experiment, part in table.groupby("experiment"):
+        for _, pair in part.groupby("pair"):
+            assert tuple(pair.sort_values("started_at")["arm"]) == arms[experiment]
+    recorded = table[table["arm"] == "kernel_events"]
+    assert (recorded["kernel_events"] > 0).all() and (recorded["kernel_events_lost"] == 0).all()
+    for row in table.iloc[::7].itertuples():  # a sample of the files: reading is slow
+        events = jl.bench.read_bsp(folder / row.file)
+        assert events.attrs["measured_duration"] == pytest.approx(row.time_in_phases_s,
+                                                                  abs=1e-6)
+        assert events.attrs["injector"] == (row.arm == "injected")
+        assert events.attrs["pinned"] == (row.arm != "unpinned")
