@@ -26,6 +26,10 @@ which follows nbval's rules and whose agreement with nbval is tested here).
 A screenshot of each notebook goes to ``reports/browser/NAME.png`` (a long one continues
 in ``NAME-2.png``, ...; ``reports/`` is not tracked), the run times to ``summary.txt``.
 ``JITTERLAB_BROWSER_PAGES`` (default 2) notebooks run at once, each in its own kernel.
+The run starts in the background, in a subprocess (this file run as a script), as soon as
+pytest has collected the tests (``tests/conftest.py``), so that it overlaps the other tests;
+the notebook tests are moved to the end of the session and collect its results.
+``JITTERLAB_BROWSER_BACKGROUND=0`` runs it in the pytest process instead, when they start.
 Without Chromium the page tests are skipped with a warning on the terminal, and the notebooks
 are executed headless with nbclient instead, so that their checked outputs are still compared.
 """
@@ -37,10 +41,12 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -59,9 +65,14 @@ SCREENSHOTS = ROOT / "reports" / "browser"
 SANITIZERS = read_sanitizers(ROOT / "notebooks" / "sanitize.cfg")
 PAGES = int(os.environ.get("JITTERLAB_BROWSER_PAGES", "2"))
 NOTEBOOK_TIMEOUT = 900.0  # one notebook, from Run All to idle [s]
-SAVE_TIMEOUT = 60.0  # File > Save Notebook until the file is written [s]
-SERVER_TIMEOUT = 60.0  # server start [s]
+SAVE_TIMEOUT = 120.0  # File > Save Notebook until the file is written [s]
+PAGE_TIMEOUT_MS = 300_000  # a page opening, its kernel starting, the explorer redrawing [ms]
+SERVER_TIMEOUT = 300.0  # server start [s]; a busy shared machine took more than 60 s
 SCREENSHOT_MAX_HEIGHT = 16_000  # [px]
+BACKGROUND = os.environ.get("JITTERLAB_BROWSER_BACKGROUND", "1") != "0"
+# the tests that need the notebooks' runs (moved to the end of the session by conftest.py)
+NOTEBOOK_TESTS = ("test_notebook_runs_in_jupyterlab",
+                  "test_checked_outputs_match_the_committed_ones")
 
 # JupyterLab settings for the run: every cell attached to the page (so that the checks see
 # them all), the notebook's kernel started without asking, no autosave, no news or update
@@ -260,7 +271,7 @@ class Run:
 
 def _open_and_run_all(page, server: Server, run: Run, workspace: str) -> None:
     page.goto(server.lab_url(run.path.name, workspace), wait_until="domcontentloaded")
-    page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(timeout=120_000)
+    page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(timeout=PAGE_TIMEOUT_MS)
     # the kernel must be up before Run All, or the first cells wait in a queue unseen
     page.wait_for_function(
         """() => { const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
@@ -268,7 +279,7 @@ def _open_and_run_all(page, server: Server, run: Run, workspace: str) -> None:
                    const name = panel && panel.querySelector('.jp-Toolbar-kernelName');
                    return i && name && i.getAttribute('data-status') === 'idle'
                           && !/No Kernel/.test(name.textContent); }""",
-        timeout=120_000)
+        timeout=PAGE_TIMEOUT_MS)
     page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
     run.started = time.monotonic()
@@ -358,7 +369,7 @@ def _check_explorer(run: Run) -> None:
             """(before) => { const i = document.querySelector(
                    '.jp-NotebookPanel:not(.lm-mod-hidden) .jupyter-widgets.widget-image');
                  return i && i.getAttribute('src') !== before && i.complete
-                        && i.naturalWidth > 0; }""", arg=before, timeout=60_000)
+                        && i.naturalWidth > 0; }""", arg=before, timeout=PAGE_TIMEOUT_MS)
     except Exception as error:  # noqa: BLE001 - reported as a problem of this notebook
         run.problems.append(f"the explorer did not redraw after choosing Pareto: {error}")
         return
@@ -496,33 +507,126 @@ def execute_headless(paths) -> dict[str, Run]:
     return runs
 
 
+def run_in_jupyterlab(paths, chromium: str, pages: int = PAGES) -> dict[str, Run]:
+    """Every notebook of ``paths`` in one JupyterLab server (stopped whatever happens)."""
+    for path in paths:  # no screenshot of an earlier run left behind
+        for old in (*SCREENSHOTS.glob(f"{path.stem}.png"),
+                    *SCREENSHOTS.glob(f"{path.stem}-*.png")):
+            old.unlink()
+    with tempfile.TemporaryDirectory(prefix="jitterlab-browser-") as folder:
+        server = start_server(Path(folder))
+        try:
+            runs = run_notebooks(paths, server, chromium, pages)
+        finally:
+            server.stop()
+        assert server.process.poll() is not None
+    return runs
+
+
+def write_runs(runs: dict[str, Run], folder: Path) -> None:
+    """What the tests read of each run: NAME.json (times, checks, problems, screenshot)
+    and NAME.ipynb (the saved copy), written by the background run."""
+    for name, run in runs.items():
+        if run.executed is not None:
+            nbformat.write(run.executed, folder / name)
+        (folder / f"{name}.json").write_text(json.dumps({
+            "seconds": run.seconds, "checks": run.checks, "problems": run.problems,
+            "screenshot": str(run.screenshot) if run.screenshot else None}))
+
+
+def read_runs(paths, folder: Path) -> dict[str, Run]:
+    runs = {}
+    for path in paths:
+        run = Run(path)
+        written = folder / f"{path.name}.json"
+        if not written.is_file():
+            run.problems.append("the background run wrote no result for this notebook")
+        else:
+            values = json.loads(written.read_text())
+            run.seconds, run.checks, run.problems = (values["seconds"], values["checks"],
+                                                     values["problems"])
+            run.screenshot = Path(values["screenshot"]) if values["screenshot"] else None
+            if (folder / path.name).is_file():
+                run.executed = nbformat.read(folder / path.name, as_version=4)
+        runs[path.name] = run
+    return runs
+
+
+@dataclass
+class BackgroundRun:
+    """The notebooks' JupyterLab run in a subprocess, started after collection."""
+    process: subprocess.Popen
+    folder: Path
+    paths: list
+    started: float
+    log: object
+
+    def collect(self) -> dict[str, Run]:
+        """Wait for the run to end and read what it wrote."""
+        limit = NOTEBOOK_TIMEOUT * len(self.paths) + 600
+        try:
+            self.process.wait(timeout=limit)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise RuntimeError(
+                f"the background JupyterLab run took more than {limit:g} s") from None
+        if self.process.returncode != 0:
+            self.log.seek(0)
+            raise RuntimeError(f"the background JupyterLab run exited with "
+                               f"{self.process.returncode}:\n{self.log.read()[-3000:]}")
+        return read_runs(self.paths, self.folder)
+
+    def stop(self) -> None:
+        """End the run if it still goes (its server and kernels stop with it), drop its files."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def start_in_background(config, paths) -> None:
+    """Start the JupyterLab run of ``paths`` in a subprocess (called by conftest.py once
+    the tests are collected); nothing without Chromium or with the background turned off."""
+    if not BACKGROUND or not paths or find_chromium() is None:
+        return
+    folder = Path(tempfile.mkdtemp(prefix="jitterlab-browser-results-"))
+    log = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+    process = subprocess.Popen([sys.executable, __file__, str(folder), *map(str, paths)],
+                               cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log,
+                               stderr=subprocess.STDOUT)
+    config.jitterlab_browser_run = BackgroundRun(process, folder, list(paths),
+                                                 time.monotonic(), log)
+
+
 @pytest.fixture(scope="module")
 def notebook_runs(request):
-    """Each selected notebook executed once: in JupyterLab when Chromium is there (the
-    server is stopped whatever happens), else headless; with the committed copy it ran from."""
+    """Each selected notebook executed once: in JupyterLab when Chromium is there (from
+    the background run if it covers them), else headless; with the committed copy it ran
+    from."""
     selected = list(dict.fromkeys(
         item.callspec.params["path"] for item in request.session.items
-        if getattr(item, "originalname", "") in (
-            "test_notebook_runs_in_jupyterlab", "test_checked_outputs_match_the_committed_ones")))
+        if getattr(item, "originalname", "") in NOTEBOOK_TESTS))
     committed = {path.name: nbformat.read(path, as_version=4) for path in selected}
     chromium_path = find_chromium()
+    background = getattr(request.config, "jitterlab_browser_run", None)
     started = time.monotonic()
     if chromium_path is None:
         _warn(request, "WARNING: without Chromium the notebooks are executed headless (nbclient)"
                        " to compare their checked outputs")
         runs = execute_headless(selected)
+    elif background is not None and set(selected) <= set(background.paths):
+        started = background.started
+        try:
+            runs = background.collect()
+        finally:
+            background.stop()
     else:
-        for path in selected:  # no screenshot of an earlier run left behind
-            for old in (*SCREENSHOTS.glob(f"{path.stem}.png"),
-                        *SCREENSHOTS.glob(f"{path.stem}-*.png")):
-                old.unlink()
-        with tempfile.TemporaryDirectory(prefix="jitterlab-browser-") as folder:
-            server = start_server(Path(folder))
-            try:
-                runs = run_notebooks(selected, server, chromium_path, PAGES)
-            finally:
-                server.stop()
-            assert server.process.poll() is not None
+        runs = run_in_jupyterlab(selected, chromium_path)
     total = time.monotonic() - started
     for name, run in runs.items():
         run.committed = committed[name]
@@ -531,6 +635,8 @@ def notebook_runs(request):
              f"widget and {run.checks.get('textProgress', 0)} text progress bars, "
              f"{'ok' if not run.problems else 'PROBLEMS'}" for name, run in runs.items()]
     how = f"{PAGES} at a time in JupyterLab" if chromium_path else "headless, one at a time"
+    if background is not None and chromium_path:
+        how += ", in the background beside the other tests"
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     (SCREENSHOTS / "summary.txt").write_text(
         f"{len(runs)} notebooks, {how}, {total:.0f} s in all\n" + "\n".join(lines) + "\n")
@@ -650,3 +756,29 @@ def test_needs_chromium(chromium):
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*WARNING: Chromium not found*SKIPPED*"])
+
+
+def main(argv) -> int:
+    """``python tests/test_browser.py FOLDER NOTEBOOK...``: the background run (see
+    :func:`start_in_background`); a SIGTERM, or the end of the pytest process that started
+    it, stops the server before the process ends."""
+    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
+    parent = os.getppid()
+
+    def end_with_the_parent():  # pytest killed outright: no sessionfinish stops this run
+        while os.getppid() == parent:
+            time.sleep(2.0)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=end_with_the_parent, daemon=True).start()
+    folder, paths = Path(argv[0]), [Path(path) for path in argv[1:]]
+    chromium = find_chromium()
+    if chromium is None:
+        print(CHROMIUM_MISSING, file=sys.stderr)
+        return 2
+    write_runs(run_in_jupyterlab(paths, chromium), folder)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
