@@ -153,13 +153,18 @@ class Server:
                 self.process.wait(timeout=30)
             except Exception:  # noqa: BLE001 - whatever went wrong, end the process below
                 pass
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        end_process(self.process, 15.0)
+
+
+def end_process(process: subprocess.Popen, grace: float) -> None:
+    """SIGTERM a process still running, and SIGKILL it after ``grace`` seconds [s]."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def lay_out_root(tmp: Path, repository: Path = ROOT) -> Path:
@@ -578,13 +583,7 @@ class BackgroundRun:
 
     def stop(self) -> None:
         """End the run if it still goes (its server and kernels stop with it), drop its files."""
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        end_process(self.process, 60.0)
         self.log.close()
         shutil.rmtree(self.folder, ignore_errors=True)
 
