@@ -347,7 +347,10 @@ def plot_explore(ds: xr.Dataset, ax=None):
     if ax is None:
         from matplotlib.figure import Figure
 
-        ax = Figure(figsize=(8.5, 5.2), layout="constrained").add_subplot()
+        figure = Figure(figsize=(8.5, 5.2))
+        # fixed margins: a layout engine would draw the figure twice per redraw (issue #20)
+        figure.subplots_adjust(left=0.085, right=0.985, bottom=0.1, top=0.895)
+        ax = figure.add_subplot()
     n = ds["n"].values
     work = float(ds.attrs["work"])
 
