@@ -168,7 +168,7 @@ def _join(ops: _Operations, ranks: int, at: int, last: np.ndarray,
     ops.requires(rank, independent[None, :], at)
 
 
-def _allreduce(ranks, size, compute, tag, peers) -> Schedule:
+def _allreduce(ranks, compute, tag, peers) -> Schedule:
     compute_ns = _compute_ns(compute)
     ops = _Operations()
     (rs_send, rs_recv, rs_sizes), (ag_send, ag_recv, ag_sizes) = peers
@@ -215,7 +215,7 @@ def allreduce_ring(ranks: int, size: int, *, compute: float = 0.0,
     right = np.broadcast_to((rank + 1) % ranks, (ranks, steps))
     left = np.broadcast_to((rank - 1) % ranks, (ranks, steps))
     sizes = np.full(steps, size // ranks)
-    return _allreduce(ranks, size, compute, tag, ((right, left, sizes), (right, left, sizes)))
+    return _allreduce(ranks, compute, tag, ((right, left, sizes), (right, left, sizes)))
 
 
 def allreduce_recursive_doubling(ranks: int, size: int, *, compute: float = 0.0,
@@ -256,7 +256,7 @@ def allreduce_recursive_doubling(ranks: int, size: int, *, compute: float = 0.0,
     ag_peer = rank ^ (1 << (n - 1 - k))[None, :]
     rs_sizes = size // (2 ** (k + 1))
     ag_sizes = size // (2 ** (n - k))
-    return _allreduce(ranks, size, compute, tag,
+    return _allreduce(ranks, compute, tag,
                       ((rs_peer, rs_peer, rs_sizes), (ag_peer, ag_peer, ag_sizes)))
 
 
