@@ -22,8 +22,8 @@ Lumsdaine, HPDC 2010; its ``LogGOPSim.cpp`` built with ``STRICT_ORDER`` and
   a detour under way at the start of the CPU time, plus every detour that begins
   inside it, with no detour counted within a detour), mode 2 one δ per CPU use.
 
-The plain-Python twin is :func:`jitterlab.testing.schedule_reference` … (see
-tests/test_schedules.py, which checks the kernel against LogGOPSim's own outputs).
+Its reference implementation is LogGOPSim itself: tests/test_goal_exactness.py and
+tests/test_schedules.py compare every rank's end with LogGOPSim's printed times.
 """
 
 from __future__ import annotations
@@ -200,33 +200,8 @@ def _push(ht, hs, hc, size, time, stamp, code):
 
 
 @numba.njit(cache=True)
-def _pop(ht, hs, hc, size):
-    """Remove the top (the caller read it); ``size`` is the size before the pop."""
-    size -= 1
-    time, stamp, code = ht[size], hs[size], hc[size]
-    parent = 0
-    while True:
-        child = 2 * parent + 1
-        if child >= size:
-            break
-        if child + 1 < size and _before(ht, hs, child + 1, child):
-            child += 1
-        ct = ht[child]
-        if ct < time or (ct == time and hs[child] < stamp):
-            ht[parent] = ct
-            hs[parent] = hs[child]
-            hc[parent] = hc[child]
-            parent = child
-        else:
-            break
-    ht[parent] = time
-    hs[parent] = stamp
-    hc[parent] = code
-
-
-@numba.njit(cache=True)
-def _grown(array):
-    bigger = np.empty(2 * array.size, dtype=array.dtype)
+def _resized(array, capacity):
+    bigger = np.empty(capacity, dtype=array.dtype)
     bigger[:array.size] = array
     return bigger
 
@@ -422,6 +397,9 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
                    + isucc_offsets[i + 1] - isucc_offsets[i])
     ready = np.empty(max(widest, 3 * most + 1), dtype=np.int64)
     order = np.empty(ready.size, dtype=np.int64)
+    pend_t = np.empty(ready.size + 1, dtype=np.int64)  # pushes of one event
+    pend_s = np.empty(ready.size + 1, dtype=np.int64)
+    pend_c = np.empty(ready.size + 1, dtype=np.int64)
     stamp = 0
     done = 0
     events = 0
@@ -436,16 +414,34 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
         std_sort(order, 0, count, kind)
         for k in range(count):
             if size_q == capacity:
-                ht, hs, hc = _grown(ht), _grown(hs), _grown(hc)
                 capacity *= 2
+                ht, hs = _resized(ht, capacity), _resized(hs, capacity)
+                hc = _resized(hc, capacity)
             _push(ht, hs, hc, size_q, 0, stamp, order[k])
             size_q += 1
             stamp += 1
 
     while size_q > 0:
         t, st, code = ht[0], hs[0], hc[0]
-        _pop(ht, hs, hc, size_q)
         size_q -= 1
+        if size_q > 0:  # the heap's last entry sifts down from the top (inlined: a call
+            lt, ls, lc = ht[size_q], hs[size_q], hc[size_q]  # per event costs 3x)
+            parent = 0
+            while True:
+                child = 2 * parent + 1
+                if child >= size_q:
+                    break
+                if child + 1 < size_q and (ht[child + 1] < ht[child] or (
+                        ht[child + 1] == ht[child] and hs[child + 1] < hs[child])):
+                    child += 1
+                ct = ht[child]
+                if ct < lt or (ct == lt and hs[child] < ls):
+                    ht[parent], hs[parent], hc[parent] = ct, hs[child], hc[child]
+                    parent = child
+                else:
+                    break
+            ht[parent], hs[parent], hc[parent] = lt, ls, lc
+        n_push = 0
         events += 1
         n_ready = 0
         host_a = -1  # the (at most two) hosts that completed something
@@ -458,8 +454,10 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
             c = host * n_cpus + cpu[i]
             if k == _CALC:
                 if nexto[c] <= t:
-                    noise = _noise(mode, i, host, t, calc[i], trc_start, trc_dur,
-                                   rank_time, delta)
+                    noise = 0
+                    if mode != NO_NOISE:
+                        noise = _noise(mode, i, host, t, calc[i], trc_start, trc_dur,
+                                       rank_time, delta)
                     nexto[c] = t + calc[i] + noise
                     if keep:
                         op_start[i] = t
@@ -491,17 +489,17 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
                             ready[n_ready] = b
                             n_ready += 1
                     host_a = host
-                    noise = _noise(mode, i, host, t, overhead, trc_start, trc_dur,
-                                   rank_time, delta)
+                    noise = 0
+                    if mode != NO_NOISE:
+                        noise = _noise(mode, i, host, t, overhead, trc_start, trc_dur,
+                                       rank_time, delta)
                     nexto[c] = t + overhead + _per_byte(size[i], overhead_per_byte) + noise
                     nextgs[nc] = t + gap + _per_byte(size[i], gap_per_byte)
                     if keep:
                         op_start[i] = t
-                    if size_q == capacity:
-                        ht, hs, hc = _grown(ht), _grown(hs), _grown(hc)
-                        capacity *= 2
-                    _push(ht, hs, hc, size_q, t + overhead + latency, stamp, n + i)
-                    size_q += 1
+                    pend_t[n_push], pend_s[n_push], pend_c[n_push] = (
+                        t + overhead + latency, stamp, n + i)
+                    n_push += 1
                     stamp += 1
                     if size[i] <= eager_limit:
                         if keep:
@@ -585,8 +583,10 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
             nc = host * n_nics + nic[s]
             free = max(nexto[c], nextgr[nc])
             if free <= t:
-                noise = _noise(mode, n + s, host, t, overhead, trc_start, trc_dur,
-                               rank_time, delta)
+                noise = 0
+                if mode != NO_NOISE:
+                    noise = _noise(mode, n + s, host, t, overhead, trc_start, trc_dur,
+                                   rank_time, delta)
                 nexto[c] = t + overhead + noise + _receive_bytes(size[s], overhead_per_byte,
                                                                  gap_per_byte)
                 nextgr[nc] = t + gap + _per_byte(size[s], gap_per_byte)
@@ -647,36 +647,48 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
             else:
                 retry = free
         if retry >= 0:  # same stamp: the event keeps its place among equal times
-            _push(ht, hs, hc, size_q, retry, st, code)
+            pend_t[0], pend_s[0], pend_c[0] = retry, st, code
+            n_push = 1
+        elif n_ready > 0:
+            # the hosts in increasing order, each with its ready operations sorted by kind
+            if host_b >= 0 and host_b < host_a:
+                host_a, host_b = host_b, host_a
+            for pass_ in range(2):
+                h = host_a if pass_ == 0 else host_b
+                if h < 0 or (pass_ == 1 and h == host_a):
+                    continue
+                count = 0
+                for k in range(n_ready):
+                    if rank[ready[k]] == h:
+                        order[count] = ready[k]
+                        count += 1
+                if count > 1:
+                    std_sort(order, 0, count, kind)
+                for k in range(count):
+                    b = order[k]
+                    when = nexto[h * n_cpus + cpu[b]]
+                    if kind[b] == _SEND:
+                        when = max(when, nextgs[h * n_nics + nic[b]])
+                    pend_t[n_push], pend_s[n_push], pend_c[n_push] = when, stamp, b
+                    n_push += 1
+                    stamp += 1
+        if size_q + n_push > capacity:
+            while size_q + n_push > capacity:
+                capacity *= 2
+            ht, hs, hc = _resized(ht, capacity), _resized(hs, capacity), _resized(hc, capacity)
+        for q in range(n_push):  # sift up (inlined)
+            time_, stamp_, code_ = pend_t[q], pend_s[q], pend_c[q]
+            child = size_q
+            while child > 0:
+                parent = (child - 1) >> 1
+                pt = ht[parent]
+                if time_ < pt or (time_ == pt and stamp_ < hs[parent]):
+                    ht[child], hs[child], hc[child] = pt, hs[parent], hc[parent]
+                    child = parent
+                else:
+                    break
+            ht[child], hs[child], hc[child] = time_, stamp_, code_
             size_q += 1
-            continue
-        if n_ready == 0:
-            continue
-        # the hosts in increasing order, each with its ready operations sorted by kind
-        if host_b >= 0 and host_b < host_a:
-            host_a, host_b = host_b, host_a
-        for pass_ in range(2):
-            h = host_a if pass_ == 0 else host_b
-            if h < 0 or (pass_ == 1 and h == host_a):
-                continue
-            count = 0
-            for k in range(n_ready):
-                if rank[ready[k]] == h:
-                    order[count] = ready[k]
-                    count += 1
-            std_sort(order, 0, count, kind)
-            for k in range(count):
-                b = order[k]
-                cb = h * n_cpus + cpu[b]
-                when = nexto[cb]
-                if kind[b] == _SEND:
-                    when = max(when, nextgs[h * n_nics + nic[b]])
-                if size_q == capacity:
-                    ht, hs, hc = _grown(ht), _grown(hs), _grown(hc)
-                    capacity *= 2
-                _push(ht, hs, hc, size_q, when, stamp, b)
-                size_q += 1
-                stamp += 1
     left = 0
     for ch in range(n_channels):
         if rq_head[ch] >= 0 or uq_head[ch] >= 0:

@@ -1,0 +1,127 @@
+"""Benchmark: jl.simulate_schedule against LogGOPSim on the same schedules, same run.
+
+Workloads (noiseless, LogGOPSim's default parameters L=2500, o=1500, g=1000, G=6 ns,
+S=65535 B):
+
+* ``allreduce_recursive_doubling(65536, 8 B × 65536)``: 65 536 ranks, 4.26 M operations;
+* ``allreduce_ring(512, 8 B × 512)``: 512 ranks, 1.05 M operations.
+
+The schedules come from :mod:`jitterlab.schedules.generators` (equal to Schedgen2's); their
+GOAL text and LogGOPSim's binary form (``txt2bin``) are made once in ``--workdir`` and not
+timed. Timed: LogGOPSim's run (``LogGOPSim -f s.bin -b``, wall time of the process, which
+includes reading its binary schedule) and ``jl.simulate_schedule`` on the Schedule in memory
+(wall time, after a warm-up call that loads the compiled kernel; includes the set-up of
+the kernel's arrays and the xarray result). Both makespans are printed and must agree.
+
+Printed: wall times, their ratio, operations per second and events per second of
+jitterlab, and memory: the Schedule's arrays per operation, and the peak resident memory
+the simulation added (VmHWM, reset before the run, in a fresh child process) per operation.
+
+Timing-sensitive: run it under the team's measurement lock, at normal priority::
+
+    flock /work/team/measure.lock python benchmarks/bench_goal.py \\
+        --loggopsim /work/ext/loggopsim/src_tree/src/LogGOPSim
+
+(``--loggopsim`` is the folder holding the ``LogGOPSim`` and ``txt2bin`` binaries, built
+outside the project as in ``tests/data/goal/PROVENANCE.md``.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import jitterlab as jl
+from jitterlab.schedules import generators
+
+FINISH = re.compile(r"Maximum finishing time at host \d+: (\d+)")
+WORKLOADS = {
+    "recdoub_65536": lambda: generators.allreduce_recursive_doubling(65536, 8 * 65536),
+    "ring_512": lambda: generators.allreduce_ring(512, 8 * 512),
+}
+
+
+def vm_kib(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def child_memory(name: str) -> None:
+    """Print (JSON) the peak resident memory the simulation adds, in this process."""
+    schedule = WORKLOADS[name]()
+    params = jl.LogGOPS.from_loggopsim()
+    jl.simulate_schedule(generators.allreduce_ring(8, 64), params)
+    Path("/proc/self/clear_refs").write_text("5")  # the peak so far (the generator's) is reset
+    before = vm_kib("VmRSS")
+    jl.simulate_schedule(schedule, params)
+    print(json.dumps({"added_kib": vm_kib("VmHWM") - before,
+                      "schedule_bytes": schedule.nbytes, "operations": schedule.n_operations}))
+
+
+def prepare(name: str, workdir: Path, txt2bin: Path):
+    schedule = WORKLOADS[name]()
+    goal, binary = workdir / f"{name}.goal", workdir / f"{name}.bin"
+    if not binary.exists():
+        schedule.to_goal(goal, overwrite=True)
+        subprocess.run([str(txt2bin), "-i", str(goal), "-o", str(binary)], check=True,
+                       stdout=subprocess.DEVNULL)
+    return schedule, binary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--loggopsim", type=Path, required=True,
+                        help="folder with the LogGOPSim and txt2bin binaries")
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/jitterlab-bench-goal"))
+    parser.add_argument("--only", choices=sorted(WORKLOADS), action="append")
+    parser.add_argument("--repeat", type=int, default=3, help="jitterlab runs (best kept)")
+    parser.add_argument("--child-memory", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child_memory:
+        child_memory(args.child_memory)
+        return
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    params = jl.LogGOPS.from_loggopsim()
+    jl.simulate_schedule(generators.allreduce_ring(8, 64), params)  # load the kernel
+    print(f"load before: {Path('/proc/loadavg').read_text().strip()}")
+    for name in args.only or WORKLOADS:
+        schedule, binary = prepare(name, args.workdir, args.loggopsim / "txt2bin")
+        start = time.perf_counter()
+        out = subprocess.run([str(args.loggopsim / "LogGOPSim"), "-f", str(binary), "-b"]
+                             + params.loggopsim_arguments(), check=True,
+                             capture_output=True, text=True).stdout
+        loggopsim_s = time.perf_counter() - start
+        loggopsim_ns = int(FINISH.search(out).group(1))
+        best, result = np.inf, None
+        for _ in range(args.repeat):
+            start = time.perf_counter()
+            result = jl.simulate_schedule(schedule, params)
+            best = min(best, time.perf_counter() - start)
+        ours_ns = int(np.rint(float(result["makespan"][0]) * 1e9))
+        memory = json.loads(subprocess.run(
+            [sys.executable, __file__, "--loggopsim", str(args.loggopsim),
+             "--child-memory", name], check=True, capture_output=True, text=True).stdout)
+        n, events = schedule.n_operations, result.attrs["events_per_run"]
+        print(f"{name}: {schedule.num_ranks} ranks, {n} operations, {events} events")
+        print(f"  makespan: LogGOPSim {loggopsim_ns} ns, jitterlab {ours_ns} ns "
+              f"({'equal' if ours_ns == loggopsim_ns else 'DIFFERENT'})")
+        print(f"  wall time: LogGOPSim {loggopsim_s:.3f} s, jitterlab {best:.3f} s (best of "
+              f"{args.repeat}); ratio {loggopsim_s / best:.2f}x")
+        print(f"  jitterlab: {n / best / 1e6:.2f} M operations/s, "
+              f"{events / best / 1e6:.2f} M events/s")
+        print(f"  memory: schedule {memory['schedule_bytes'] / n:.1f} B/operation; "
+              f"simulation peak adds {memory['added_kib'] * 1024 / n:.1f} B/operation")
+    print(f"load after: {Path('/proc/loadavg').read_text().strip()}")
+
+
+if __name__ == "__main__":
+    main()
