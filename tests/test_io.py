@@ -478,3 +478,17 @@ def test_every_native_writer_refuses_an_existing_file_unless_asked(tmp_path, wri
     assert path.read_bytes() == before
     getattr(native, writer)(trace, path, overwrite=True)
     assert read_trace(path).n_events == trace.n_events
+
+
+def test_a_missing_directory_is_named_not_a_temporary_file(tmp_path):
+    calls = []
+    with pytest.raises(FileNotFoundError, match=r"cannot write .*nodir/t\.csv: the directory "
+                                                r".*nodir does not exist"):
+        atomic_write(tmp_path / "nodir" / "t.csv", calls.append, overwrite=False)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(FileNotFoundError, match=r"file is not a directory"):
+        atomic_write(tmp_path / "file" / "t.csv", calls.append)
+    (tmp_path / "folder.nc").mkdir()
+    with pytest.raises(IsADirectoryError, match=r"folder\.nc: it is a directory"):
+        atomic_write(tmp_path / "folder.nc", calls.append, overwrite=True)
+    assert calls == []

@@ -224,6 +224,11 @@ def _check_arguments(work, duration, output, random_wait, broadcast, max_wait, s
                      chunk_seconds, max_samples) -> tuple:
     work = check_seconds("work", work)
     duration = check_seconds("duration", duration)
+    if work > duration:  # one iteration would outlast the run (a typo: 1e3 for 1e-3)
+        raise ValueError(f"work ({work:g} s) is longer than duration ({duration:g} s): the "
+                         f"run would take at least one iteration of {work:g} s (the planned "
+                         f"duration counts only whole iterations); check the units (1e-3 s "
+                         f"is a millisecond)")
     chunk_seconds = check_seconds("chunk_seconds", chunk_seconds)
     for name, value in (("random_wait", random_wait), ("broadcast", broadcast)):
         if not isinstance(value, bool | np.bool_):

@@ -103,6 +103,12 @@ def atomic_write(path, write: Callable[[Path], None], *, overwrite: bool = True)
     refuse_existing(path, overwrite)
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():  # else mkstemp's error names a temporary file
+        raise FileNotFoundError(f"cannot write {path}: the directory {directory} does not "
+                                f"exist" if not directory.exists() else
+                                f"cannot write {path}: {directory} is not a directory")
+    if path.is_dir():
+        raise IsADirectoryError(f"cannot write {path}: it is a directory")
     with _temporary(directory, path.name) as temp:
         write(temp)
         if path.name.lower().endswith(".gz"):
