@@ -152,11 +152,12 @@ def injection_part(cpu: int, threshold: float, workdir: Path, seconds: float) ->
     for label, busy, period in INJECTIONS:
         store, log = workdir / f"inject_{busy}.detour", workdir / f"spins_{busy}.txt"
         hog = subprocess.Popen(["chrt", "-f", "1", "taskset", "-c", str(cpu), str(binary),
-                                str(busy), str(period), str(seconds + 2.0), str(log)])
+                                str(busy), str(period), "600", str(log)])
         time.sleep(0.2)
         try:
             record(seconds, cpu, threshold, store, kernel_events=True)
         finally:
+            hog.terminate()  # it ends after the current spin and writes its log
             hog.wait(timeout=120)
         table = jl.bench.detour_table(store)
         origin, tsc_hz = table.attrs["tsc_origin"], table.attrs["tsc_hz"]

@@ -7,7 +7,9 @@
  * nanosleep (an hrtimer wakes it). With LOGFILE (x86 only), each spin's first and last
  * timestamp-counter reads are written there at the end, one "start end" line per spin, so that
  * the injected time can be compared with what a measurement attributes to this thread
- * (its comm is "dutyhog" unless the executable is renamed). */
+ * (its comm is "dutyhog" unless the executable is renamed). SIGTERM or SIGINT ends the run
+ * after the current spin (the log is still written). */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -17,6 +19,8 @@
 #else
 #define HAVE_TSC 0
 #endif
+static volatile sig_atomic_t stop = 0;
+static void on_signal(int signum) { (void)signum; stop = 1; }
 static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -45,9 +49,11 @@ int main(int argc, char **argv) {
         if (!stamps) { fprintf(stderr, "dutyhog: out of memory\n"); return 1; }
         for (size_t k = 0; k < 2 * capacity; k++) stamps[k] = 0; /* pages mapped now */
     }
+    signal(SIGTERM, on_signal);
+    signal(SIGINT, on_signal);
     double start = now(), next = start;
     volatile unsigned long sink = 0;
-    while (now() - start < total) {
+    while (!stop && now() - start < total) {
         unsigned long long first = counter();
         double t0 = now();
         while (now() - t0 < busy) sink++;
@@ -59,7 +65,7 @@ int main(int argc, char **argv) {
         }
         next += period;
         double rest = next - now();
-        if (rest > 0) {
+        if (rest > 0 && !stop) {
             struct timespec s = {(time_t)rest, (long)((rest - (time_t)rest) * 1e9)};
             nanosleep(&s, NULL);
         } else {

@@ -308,7 +308,7 @@ def start_cli(tmp_path, name: str, seconds: float) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def wait_for_chunks(store, count: int, process, timeout: float = 60.0) -> None:
+def wait_for_chunks(store, count: int, process, timeout: float = 300.0) -> None:
     deadline = time.monotonic() + timeout
     while len(list(store.glob("chunk-*.npz"))) < count:
         assert process.poll() is None, process.communicate()
