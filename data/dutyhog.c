@@ -7,8 +7,8 @@
  * nanosleep (an hrtimer wakes it). With LOGFILE (x86 only), each spin's first and last
  * timestamp-counter reads are written there at the end, one "start end" line per spin, so that
  * the injected time can be compared with what a measurement attributes to this thread
- * (its comm is "dutyhog" unless the executable is renamed). SIGTERM or SIGINT ends the run
- * after the current spin (the log is still written). */
+ * (its comm is "dutyhog" unless the executable is renamed); with LOGFILE, SIGTERM or SIGINT
+ * ends the run after the current spin and the log is still written. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,8 +49,10 @@ int main(int argc, char **argv) {
         if (!stamps) { fprintf(stderr, "dutyhog: out of memory\n"); return 1; }
         for (size_t k = 0; k < 2 * capacity; k++) stamps[k] = 0; /* pages mapped now */
     }
-    signal(SIGTERM, on_signal);
-    signal(SIGINT, on_signal);
+    if (log) { /* without a log, a signal ends the process at once, as before */
+        signal(SIGTERM, on_signal);
+        signal(SIGINT, on_signal);
+    }
     double start = now(), next = start;
     volatile unsigned long sink = 0;
     while (!stop && now() - start < total) {
