@@ -50,6 +50,11 @@ def _count(name: str, value, minimum: int) -> int:
     return int(value)
 
 
+def _collective_arguments(ranks, size, tag) -> tuple[int, int, int]:
+    """ranks (>= 2), size [B] (>= 1) and tag (>= 0), checked."""
+    return _count("ranks", ranks, 2), _count("size", size, 1), _count("tag", tag, 0)
+
+
 def _compute_ns(compute) -> int:
     """The compute time [s] in whole nanoseconds (GOAL's unit)."""
     if isinstance(compute, bool) or not isinstance(compute, numbers.Real) \
@@ -207,8 +212,7 @@ def allreduce_ring(ranks: int, size: int, *, compute: float = 0.0,
     Schedule
         As ``schedgen.py allreduce --ptrn ring --comm_size ranks --datasize size``.
     """
-    ranks, size = _count("ranks", ranks, 2), _count("size", size, 1)
-    tag = _count("tag", tag, 0)
+    ranks, size, tag = _collective_arguments(ranks, size, tag)
     _message_size(size, ranks, ranks, "ring messages")
     rank = np.arange(ranks)[:, None]
     steps = ranks - 1
@@ -234,18 +238,15 @@ def allreduce_recursive_doubling(ranks: int, size: int, *, compute: float = 0.0,
     size : int
         The reduced vector [B] (Schedgen2's ``--datasize``; the smallest message is
         ``size // ranks``, so at least ``ranks``).
-    compute : float, default 0
-        Computation after each receive [s] (whole nanoseconds); 0 for none.
-    tag : int, default 42
-        Schedgen2's user tag of the first step.
+    compute, tag
+        As :func:`allreduce_ring`.
 
     Returns
     -------
     Schedule
         As ``schedgen.py allreduce --ptrn recdoub --comm_size ranks --datasize size``.
     """
-    ranks, size = _count("ranks", ranks, 2), _count("size", size, 1)
-    tag = _count("tag", tag, 0)
+    ranks, size, tag = _collective_arguments(ranks, size, tag)
     if ranks & (ranks - 1):
         raise ValueError(f"ranks must be a power of two for recursive doubling, got {ranks}")
     _message_size(size, ranks, ranks, "messages in the last step")
@@ -262,8 +263,7 @@ def allreduce_recursive_doubling(ranks: int, size: int, *, compute: float = 0.0,
 
 def _binomial(ranks: int, size: int, tag: int, broadcast: bool) -> Schedule:
     """Schedgen2's ``binomialtree`` (root 0) without computations."""
-    ranks, size = _count("ranks", ranks, 2), _count("size", size, 1)
-    tag = _count("tag", tag, 0)
+    ranks, size, tag = _collective_arguments(ranks, size, tag)
     goal_tag = int(_goal_tag(tag, 0))
     ops = _Operations()
     rounds = math.ceil(math.log2(ranks))
@@ -321,21 +321,8 @@ def reduce_binomial(ranks: int, size: int, *, tag: int = 42) -> Schedule:
 
     Rank ``r`` receives from ``r + 2**k`` for every ``2**k > r`` (if it exists) and then
     sends ``size`` bytes to its parent ``r - 2**floor(log2 r)``; the send waits for all
-    its receives.
-
-    Parameters
-    ----------
-    ranks : int
-        Number of ranks (>= 2).
-    size : int
-        Message size [B] (>= 1).
-    tag : int, default 42
-        Schedgen2's user tag.
-
-    Returns
-    -------
-    Schedule
-        As ``schedgen.py reduce --ptrn binomialtree --comm_size ranks --datasize size``.
+    its receives. Parameters as :func:`broadcast_binomial`; the schedule is that of
+    ``schedgen.py reduce --ptrn binomialtree --comm_size ranks --datasize size``.
     """
     return _binomial(ranks, size, tag, broadcast=False)
 
@@ -366,8 +353,7 @@ def alltoall_linear(ranks: int, size: int, *, compute: float = 0.0,
         As ``schedgen.py alltoall --ptrn linear --comm_size ranks --datasize size``
         (with ``--compute_time_dependency`` in ns).
     """
-    ranks, size = _count("ranks", ranks, 2), _count("size", size, 1)
-    tag = _count("tag", tag, 0)
+    ranks, size, tag = _collective_arguments(ranks, size, tag)
     compute_ns = _compute_ns(compute)
     goal_tag = int(_goal_tag(tag, 0))
     width = 2 if compute_ns else 1
