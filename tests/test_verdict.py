@@ -166,7 +166,8 @@ def test_table_text_and_frame():
     text = str(table).splitlines()
     assert text[0] == "**Seed 002**"
     assert text[2].startswith("| claim | prediction | reference |")
-    assert "| check | 1.05 s | 1 s | T1 | reproduced if the relative difference < 10 % | reproduced |" in text
+    assert ("| check | 1.05 s | 1 s | T1 | reproduced if the relative difference < 10 % "
+            "| reproduced |") in text
     assert table.counts() == {"reproduced": 1, "not reproduced": 1}
     assert list(table.to_frame()["verdict"]) == ["reproduced", "not reproduced"]
     # the same claim again replaces the old row
