@@ -190,11 +190,13 @@ def test_detour_stores_chunks_and_reads_them_back(tmp_path, capsys):
                             chunk_seconds=0.2, progress=True)
     assert "detour" in capsys.readouterr().err  # the progress bar
     files = sorted(p.name for p in output.iterdir())
-    assert files == ["chunk-000000.npz", "chunk-000001.npz", "chunk-000002.npz",
-                     "metadata.json"]
+    # 3 chunks of 0.2 s, or fewer when a preemption of a busy machine lengthened one
+    chunks = trace.attrs["chunks"]
+    assert 1 <= chunks <= 3
+    assert files == [f"chunk-{k:06d}.npz" for k in range(chunks)] + ["metadata.json"]
     again = jl.bench.read_detour(output)
     assert again.equals(trace)
-    assert trace.attrs["chunks"] == 3 and trace.attrs["complete"] is True
+    assert trace.attrs["complete"] is True
     assert trace.attrs["threshold"] == 300e-9
     with pytest.raises(FileExistsError, match="overwrite"):
         jl.bench.detour(0.1, cpu=CPU, output=output, progress=False)
@@ -405,7 +407,7 @@ def test_detour_table_keeps_the_absolute_counter_start_of_every_detour(tmp_path)
     assert table["tsc_start"].dtype == np.int64
     assert table.attrs["tsc_origin"] == trace.attrs["tsc_origin"]
     spans = np.array(table.attrs["spans"])
-    assert spans.shape == (3, 2) and table.attrs["tsc_end"] == spans[-1, 1]
+    assert spans.shape == (trace.attrs["chunks"], 2) and table.attrs["tsc_end"] == spans[-1, 1]
     # each detour lies in the span of a chunk, and its length is the trace's row
     inside = ((table["tsc_start"].to_numpy()[:, None] >= spans[:, 0])
               & (table["tsc_start"].to_numpy()[:, None] + table["tsc_length"].to_numpy()[:, None]

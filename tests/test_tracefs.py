@@ -254,7 +254,7 @@ def test_real_detour_records_kernel_events_beside_the_detours(tmp_path):
         "overrun": 0, "commit overrun": 0, "dropped events": 0}
     events = jl.bench.read_kernel_events(store)
     assert events.attrs["clock_mapping"].startswith("identity")
-    assert events.attrs["sync_marks"] == attrs["chunks"] == 3
+    assert events.attrs["sync_marks"] == attrs["chunks"] >= 1  # one mark per chunk
     assert events.attrs["lost_events"] == 0 and set(events["cpu"]) == {CPU}
     ticks = events["ticks"].to_numpy(dtype=np.int64)
     table = jl.bench.detour_table(store)
@@ -277,12 +277,12 @@ def test_real_detour_with_another_trace_clock_is_mapped_by_the_sync_marks(tmp_pa
     monkeypatch.setattr(detour_module, "trace_instance",
                         functools.partial(tracefs.trace_instance, clock="mono"))
     store = tmp_path / "mono.detour"
-    jl.bench.detour(0.6, cpu=CPU, output=store, chunk_seconds=0.1, progress=False,
-                    kernel_events=True)
+    trace = jl.bench.detour(0.6, cpu=CPU, output=store, chunk_seconds=0.1, progress=False,
+                            kernel_events=True)
     events = jl.bench.read_kernel_events(store)
     assert events.attrs["clock"] == "mono"
     assert events.attrs["clock_mapping"].startswith("linear fit")
-    assert events.attrs["sync_marks"] == 6
+    assert events.attrs["sync_marks"] == trace.attrs["chunks"] >= 2  # a line needs two
     # the counter runs at tsc_hz per second of the mono clock, within the marks' brackets
     tsc_hz = jl.bench.detour_table(store).attrs["tsc_hz"]
     assert events.attrs["clock_rate"] == pytest.approx(tsc_hz, rel=1e-3)
