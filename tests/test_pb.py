@@ -108,12 +108,19 @@ def test_result_structure_and_units(runs, name):
     assert attrs["jitterlab_version"] == jl.__version__
     assert attrs["collected_at"].endswith("+00:00")
     assert attrs["command"].startswith("jitterlab measure pb --work")
-    assert attrs["chunks"] >= 2  # 0.4 s chunks (without the broadcast the first is shorter)
+    # 0.4 s chunks with the broadcast; without it the first chunk is planned from a guess
+    # of the barrier time to last about 0.1 s, and on a busy machine (barrier waits of
+    # milliseconds) that one chunk alone may reach the duration
+    first_chunk_was_all = not random_wait and attrs["chunks"] == 1
+    assert attrs["chunks"] >= 2 or first_chunk_was_all
     # the ranks stop once the measured time reaches the duration: with the broadcast at
     # the iteration that reaches it, without it after the planned number of iterations
     # (later than planned if the last chunk ran slower than the one before)
-    assert DURATION <= attrs["measured_duration"] < (DURATION + 0.1 if random_wait
-                                                     else 2 * DURATION)
+    assert DURATION <= attrs["measured_duration"]
+    if random_wait:
+        assert attrs["measured_duration"] < DURATION + 0.1
+    elif not first_chunk_was_all:
+        assert attrs["measured_duration"] < 2 * DURATION
     # only rank 0 printed its summary
     assert process.stdout.count("Parallel Benchmark") == 1
     assert "mean / p99" in process.stdout
