@@ -601,9 +601,10 @@ def test_a_sweep_whose_points_all_kill_workers_stops_fast_naming_them(fragile_cl
     assert any(f"k={k} (" in text for k in range(4))  # the killers, with their deaths
     for advice in ("fewer workers", "memory_limit", "points_per_task=1"):
         assert advice in text
-    # stopped at the limit (each of the two workers may die once more before the sweep
-    # looks again, twice on a loaded machine), not four deaths per killing point
-    assert worker_deaths(fragile_client) <= 3 + 4
+    # stopped soon after the limit (workers may die again before the sweep looks: 8 beside
+    # a load of 10), below the 16 deaths that the scheduler's allowed-failures (3) alone
+    # costs four killing points before Dask reports a single KilledWorker
+    assert worker_deaths(fragile_client) < 16
     if error.partial is not None:  # the healthy points, where they ran before the stop
         values = error.partial["value"].values
         assert np.isnan(values[2:]).all()
