@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
+from .limits import MAX_PLANNED_SECONDS  # the longest measurement without --force [s]
 
 __all__ = ["main"]
 
@@ -425,10 +426,6 @@ def _measure_counters(args: argparse.Namespace, parser: argparse.ArgumentParser)
     return status
 
 
-#: the longest measurement ``jitterlab measure`` starts without --force [s]
-MAX_PLANNED_SECONDS = 3600.0
-
-
 def _planned_seconds(args: argparse.Namespace) -> tuple[float, str] | None:
     """The least time a ``measure`` command asks for [s] and the options that set it; None
     for a benchmark whose time the options do not give (latency, counters)."""
@@ -499,9 +496,12 @@ def _quiet_unless_first_rank(parser: argparse.ArgumentParser) -> None:
 
 
 def _check_overwrite(parser: argparse.ArgumentParser, path: Path, force: bool) -> None:
-    """Stop with exit status 2 if ``path`` exists and --force was not given."""
+    """Stop with exit status 2, before anything is measured, if ``path`` exists and --force
+    was not given, or if its directory does not exist."""
     if path.exists() and not force:
         parser.error(f"{path} exists; pass --force to overwrite it")
+    if not path.parent.is_dir():
+        parser.error(f"cannot write {path}: the directory {path.parent} does not exist")
 
 
 def _command_line(args: argparse.Namespace) -> str:
@@ -724,7 +724,7 @@ def _measure_latency(args: argparse.Namespace, parser: argparse.ArgumentParser) 
     return _run_under_mpi(args, parser, "latency", latency, lambda: latency.latency_benchmark(
         args.output, round_trips=args.round_trips, barriers=args.barriers,
         overwrite=args.force, keep_chunks=args.keep_chunks, progress=not args.no_progress,
-        command=_command_line(args)), _print_latency_summary)
+        command=_command_line(args), allow_large=args.force), _print_latency_summary)
 
 
 def _measure_bsp(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
