@@ -244,7 +244,7 @@ def noise_traces(folder: Path) -> dict[str, Path]:
     paths = {}
     for name, trace in traces.items():
         path = folder / f"{name}.trc"
-        jl.io.loggopsim.write(trace, path)
+        jl.io.loggopsim.write(trace, path, overwrite=True)
         write_gzip(OUT / f"{name}.trc.gz", path.read_text())
         paths[name] = path
     return paths

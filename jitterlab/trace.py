@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._checks import check_positive, refuse_existing
+from ._checks import check_positive
 
 __all__ = ["Trace"]
 
@@ -584,12 +584,10 @@ class Trace:
         """Write jitSim's two-column table (values in :attr:`unit`); lossless."""
         from .io import jitsim
 
-        refuse_existing(path, overwrite)
-        return jitsim.write(self, path)
+        return jitsim.write(self, path, overwrite=overwrite)
 
     def to_loggopsim(self, path, *, overwrite: bool = False) -> Path:
         """Write a LogGOPSim noise trace (``<start ns>\\t<duration ns>``); rounds to 1 ns."""
         from .io import loggopsim
 
-        refuse_existing(path, overwrite)
-        return loggopsim.write(self, path)
+        return loggopsim.write(self, path, overwrite=overwrite)

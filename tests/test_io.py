@@ -492,3 +492,19 @@ def test_a_missing_directory_is_named_not_a_temporary_file(tmp_path):
     with pytest.raises(IsADirectoryError, match=r"folder\.nc: it is a directory"):
         atomic_write(tmp_path / "folder.nc", calls.append, overwrite=True)
     assert calls == []
+
+
+@pytest.mark.parametrize("module", ["jitsim", "loggopsim"])
+def test_the_simulator_formats_keep_an_existing_file_unless_told(tmp_path, module):
+    """The one writer rule also for jl.io.jitsim.write and jl.io.loggopsim.write."""
+    import importlib
+
+    write = importlib.import_module(f"jitterlab.io.{module}").write
+    trace = Trace(jitter=[1e-6, 2e-6], gap=[1e-3, 1e-3], source="two")
+    path = tmp_path / f"kept.{module}"
+    path.write_text("measured\n")
+    with pytest.raises(FileExistsError, match="pass overwrite=True"):
+        write(trace, path)
+    assert path.read_text() == "measured\n"
+    write(trace, path, overwrite=True)
+    assert path.read_text() != "measured\n"

@@ -30,11 +30,12 @@ HEADER = "jitter_duration\tcycles_to_next_jitter"
 _EXPECTED = "<jitter>\t<gap>"
 
 
-def write(trace: Trace, path) -> Path:
-    """Write ``trace`` as a jitSim table (atomic; gzip if ``path`` ends in ``.gz``)."""
+def write(trace: Trace, path, *, overwrite: bool = False) -> Path:
+    """Write ``trace`` as a jitSim table (atomic; gzip if ``path`` ends in ``.gz``; an
+    existing file only with ``overwrite=True``)."""
     return _common.write_two_columns(
         trace, path, "jitSim", "jitSim format: jitter duration, time to the next jitter",
-        HEADER, "\t")
+        HEADER, "\t", overwrite=overwrite)
 
 
 def _is_header(line: str) -> bool:

@@ -59,8 +59,9 @@ def _nanoseconds(trace: Trace, values: np.ndarray) -> np.ndarray:
     return snap_to_integers(np.asarray(values) * scale)
 
 
-def write(trace: Trace, path) -> Path:
-    """Write ``trace`` as a LogGOPSim noise trace (atomic; gzip if ``path`` ends in .gz)."""
+def write(trace: Trace, path, *, overwrite: bool = False) -> Path:
+    """Write ``trace`` as a LogGOPSim noise trace (atomic; gzip if ``path`` ends in .gz; an
+    existing file only with ``overwrite=True``)."""
     fields = _common.header_fields(trace, ("duration_ns",), "LogGOPSim")
     jitter = _nanoseconds(trace, trace.jitter)
     cycle = jitter + _nanoseconds(trace, trace.gap)
@@ -82,7 +83,7 @@ def write(trace: Trace, path) -> Path:
                              f"is longer than the {_MAX_LINE} bytes LogGOPSim reads")
     rows = map("{}\t{}".format, begin.astype(np.int64).tolist(),
                (end - begin).astype(np.int64).tolist())
-    return _common.write_text(path, [*comments, *rows])
+    return _common.write_text(path, [*comments, *rows], overwrite=overwrite)
 
 
 def read(path, overlap: str = "serialize") -> Trace:
