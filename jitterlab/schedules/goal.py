@@ -28,9 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._checks import refuse_existing
-from ..io._common import atomic_write
-from .schedule import ANY_SOURCE, ANY_TAG, CALC, RECV, SEND, Schedule, dependencies_from_pairs
+from .schedule import CALC, RECV, SEND, Schedule, dependencies_from_pairs
 
 __all__ = ["read_goal", "write_goal", "GoalSyntaxError"]
 
@@ -283,74 +281,8 @@ class _Reader:
             raise GoalSyntaxError(f"{self.path}: {error}") from None
 
 
-def _nanoseconds(schedule: Schedule) -> np.ndarray:
-    ns = schedule.duration * 1e9
-    whole = np.round(ns)
-    bad = np.abs(ns - whole) > 1e-6 * np.maximum(1.0, whole)
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise ValueError(f"operation {i}: calc duration {schedule.duration[i]!r} s is not a "
-                         f"whole number of nanoseconds, which GOAL stores")
-    return whole.astype(np.int64)
-
-
-def goal_lines(schedule: Schedule):
-    """The GOAL text of ``schedule``, line by line (without newlines)."""
-    ns = _nanoseconds(schedule)
-    offsets = schedule.rank_offsets
-    yield f"num_ranks {schedule.num_ranks}"
-    for r in range(schedule.num_ranks):
-        first, last = int(offsets[r]), int(offsets[r + 1])
-        yield ""
-        yield f"rank {r} {{"
-        kinds = schedule.kind[first:last].tolist()
-        peers = schedule.peer[first:last].tolist()
-        sizes = schedule.size[first:last].tolist()
-        tags = schedule.tag[first:last].tolist()
-        cpus = schedule.cpu[first:last].tolist()
-        nics = schedule.nic[first:last].tolist()
-        times = ns[first:last].tolist()
-        for i, kind in enumerate(kinds):
-            cpu = f" cpu {cpus[i]}" if cpus[i] else ""
-            if kind == CALC:
-                if nics[i]:
-                    raise ValueError(f"operation {first + i}: a calc on nic {nics[i]}; GOAL "
-                                     f"gives a calc no nic")
-                yield f"l{i}: calc {times[i]}{cpu}"
-                continue
-            nic = f" nic {nics[i]}" if nics[i] else ""
-            if kind == SEND:
-                text = f"l{i}: send {sizes[i]}b to {peers[i]}"
-            else:
-                source = ANY_SOURCE if peers[i] == ANY_SOURCE else peers[i]
-                text = f"l{i}: recv {sizes[i]}b from {source}"
-            tag = -1 if tags[i] == ANY_TAG else tags[i]
-            yield f"{text} tag {tag}{cpu}{nic}"
-        for word in ("requires", "irequires"):
-            starts = getattr(schedule, f"{word}_offsets")
-            targets = getattr(schedule, word)
-            lo, hi = int(starts[first]), int(starts[last])
-            if lo == hi:
-                continue
-            owners = np.repeat(np.arange(first, last), np.diff(starts[first:last + 1]))
-            for a, b in zip((owners - first).tolist(), (targets[lo:hi] - first).tolist(),
-                            strict=True):
-                yield f"l{a} {word} l{b}"
-        yield "}"
-
-
 def write_goal(schedule: Schedule, path, *, overwrite: bool = False) -> Path:
     """Write ``schedule`` as GOAL text (see :meth:`Schedule.to_goal`)."""
     if not isinstance(schedule, Schedule):
         raise TypeError(f"expected a Schedule, got {type(schedule).__name__}")
-    refuse_existing(path, overwrite)
-    _nanoseconds(schedule)  # a duration GOAL cannot hold fails before any file exists
-    lines = goal_lines(schedule)
-
-    def write(temp):
-        with open(temp, "w", encoding="utf-8") as handle:
-            for line in lines:
-                handle.write(line)
-                handle.write("\n")
-
-    return atomic_write(path, write)
+    return schedule.to_goal(path, overwrite=overwrite)
