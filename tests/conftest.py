@@ -10,9 +10,10 @@ a test that needs a time limit says so itself. Under CI (``CI`` set) hypothesis 
 derandomized: the same examples every run, so a submission is judged on the code, not on the
 draw; local runs keep exploring new ones.
 
-The notebooks' JupyterLab run (``tests/test_browser.py``) starts in a subprocess as soon as
-the tests are collected, so that it runs beside the other tests; the tests that read it are
-moved to the end of the session, and a run still going when the session ends is stopped.
+The tests that read the notebooks' JupyterLab run (``tests/test_browser.py``) are moved to
+the end of the session; with ``JITTERLAB_BROWSER_BACKGROUND=1`` the run starts in a
+subprocess as soon as the tests are collected, beside the other tests, and a run still going
+when the session ends is stopped.
 """
 
 import os
