@@ -191,8 +191,15 @@ def test_measured_folder_holds_only_listed_files(measurements):
 
 
 def test_data_folder_stays_small():
-    total = sum(p.stat().st_size for p in datasets.DATA_DIR.rglob("*") if p.is_file())
-    assert total < 8_000_000, f"data/ holds {total / 1e6:.1f} MB"
+    # 8 MB until 2026-11-25; then the recordings of issues #18 and #22 (kernel events of a
+    # 60 s run, 30 pinning runs, 48 interleaved MPI runs: 14.5 MB, every file < 0.2 MB) came
+    # in. The bounds catch an accidental large file (a trace at full resolution, an
+    # uncompressed store) rather than fix a budget.
+    sizes = {p: p.stat().st_size for p in datasets.DATA_DIR.rglob("*") if p.is_file()}
+    total = sum(sizes.values())
+    assert total < 25_000_000, f"data/ holds {total / 1e6:.1f} MB"
+    largest = max(sizes, key=sizes.get)
+    assert sizes[largest] < 2_000_000, f"{largest} holds {sizes[largest] / 1e6:.1f} MB"
 
 
 def test_provenance_record_lists_every_file(measurements):
