@@ -64,8 +64,8 @@ _PAIRS = {
     "softirq_entry": ("softirq_exit", "softirq"),
     "hrtimer_expire_entry": ("hrtimer_expire_exit", "hrtimer"),
 }
-#: the other x86 interrupt vectors (irq_vectors:*_entry/exit): inter-processor interrupts
-#: and APIC events, kind "irq", named here
+#: the other x86 interrupt vectors (``irq_vectors:*_entry`` and ``_exit``): inter-processor
+#: interrupts and APIC events, kind "irq", named here
 VECTOR_CAUSES = {
     "reschedule": "irq:reschedule IPI",
     "call_function": "irq:call function IPI",
