@@ -638,7 +638,7 @@ def _measure_fwq(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
         return _error(parser, str(exc))
     except KeyboardInterrupt:
         return _error(parser, "interrupted; nothing written", 130)
-    write_fwq_samples(law, output)
+    write_fwq_samples(law, output, overwrite=args.force)
     values = law.values
     print(f"{output}: {values.size} quanta of {_seconds(args.work)} on CPU "
           f"{law.attrs['cpu']} ({law.attrs['iterations']} LCG iterations): min "

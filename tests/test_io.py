@@ -508,3 +508,32 @@ def test_the_simulator_formats_keep_an_existing_file_unless_told(tmp_path, modul
     assert path.read_text() == "measured\n"
     write(trace, path, overwrite=True)
     assert path.read_text() != "measured\n"
+
+
+@pytest.mark.parametrize("name", ["samples.nc", "samples.csv"])
+def test_fwq_samples_keep_an_existing_file_unless_told(tmp_path, name):
+    import jitterlab as jl
+
+    path = tmp_path / name
+    path.write_text("measured\n")
+    law = jl.noise.Empirical([1e-6, 2e-6])
+    with pytest.raises(FileExistsError, match="pass overwrite=True"):
+        jl.bench.write_fwq_samples(law, path)
+    assert path.read_text() == "measured\n"
+    jl.bench.write_fwq_samples(law, path, overwrite=True)
+    assert jl.bench.read_fwq_samples(path).values.size == 2
+
+
+def test_benchmark_datasets_keep_an_existing_file_unless_told(tmp_path):
+    import xarray as xr
+
+    from jitterlab.bench._ncfile import write_dataset
+
+    path = tmp_path / "run.nc"
+    path.write_text("measured\n")
+    dataset = xr.Dataset({"x": ("i", np.arange(3.0))})
+    with pytest.raises(FileExistsError, match="pass overwrite=True"):
+        write_dataset(dataset, path, compressed=["x"], what="test Dataset")
+    assert path.read_text() == "measured\n"
+    write_dataset(dataset, path, compressed=["x"], what="test Dataset", overwrite=True)
+    assert xr.open_dataset(path)["x"].size == 3

@@ -14,9 +14,11 @@ import numpy as np
 __all__ = ["write_dataset", "read_dataset", "has_source"]
 
 
-def write_dataset(dataset, path, compressed: Iterable[str], what: str) -> Path:
+def write_dataset(dataset, path, compressed: Iterable[str], what: str, *,
+                  overwrite: bool = False) -> Path:
     """Write ``dataset`` to the netCDF file ``path`` atomically, no fill values, the
-    ``compressed`` variables with zlib; ValueError naming the file unless it ends in .nc.
+    ``compressed`` variables with zlib; ValueError naming the file unless it ends in .nc;
+    an existing file only with ``overwrite=True`` (FileExistsError otherwise).
     """
     from ..io._common import atomic_write
 
@@ -30,7 +32,8 @@ def write_dataset(dataset, path, compressed: Iterable[str], what: str) -> Path:
                 if dataset[name].dtype.kind != "U"}
     for name in compressed:
         encoding[name].update(zlib=True, complevel=1, shuffle=True)
-    return atomic_write(path, lambda temp: dataset.to_netcdf(temp, encoding=encoding))
+    return atomic_write(path, lambda temp: dataset.to_netcdf(temp, encoding=encoding),
+                        overwrite=overwrite)
 
 
 def has_source(path, source: str) -> bool:

@@ -47,13 +47,14 @@ def collectively(comm, function, *args):
 
 
 def finish_run(comm, root, writer, summary, interrupted, store, output, read_store, write,
-               read_output, keep_chunks):
+               read_output, keep_chunks, overwrite=False):
     """Close a benchmark run on every rank.
 
     Rank 0 (``root``) marks the chunk store of an interrupted run as such (the store is
     kept, readable), or finishes it with the run's ``summary``, writes the run's file
-    ``output`` from it (``write(read_store(store), output)``, atomic), removes the store
-    unless ``keep_chunks`` and returns ``read_output(output)``; the other ranks, and
+    ``output`` from it (``write(read_store(store), output, overwrite=overwrite)``, atomic:
+    a file that appeared at ``output`` during the run is kept unless ``overwrite``), removes
+    the store unless ``keep_chunks`` and returns ``read_output(output)``; the other ranks, and
     rank 0 after an interruption, return None. A failure on rank 0 is raised on every
     rank.
     """
@@ -64,7 +65,7 @@ def finish_run(comm, root, writer, summary, interrupted, store, output, read_sto
             writer.update(interrupted=True, **summary)
             return None
         writer.finish(**summary)
-        write(read_store(store), output)
+        write(read_store(store), output, overwrite=overwrite)
         if not keep_chunks:
             _chunks.remove_store(store)
         return read_output(output)

@@ -693,7 +693,7 @@ def _run(comm, MPI, phases, work, output, collective, inject_period, inject_dura
                     break
         summary = {"phases_done": done, "chunks": chunks, "finished_at": utc_now()}
         result = finish_run(comm, root, writer, summary, interrupted, store, output,
-                            _read_dataset, write_bsp, read_bsp, keep_chunks)
+                            _read_dataset, write_bsp, read_bsp, keep_chunks, overwrite)
     if interrupted:
         raise KeyboardInterrupt
     return result
@@ -833,8 +833,9 @@ def _interruptions_of_store(chunks: list[dict], name: str) -> dict:
         for field in INTERRUPTION_FIELDS})
 
 
-def write_bsp(run, path) -> Path:
-    """Write a BSP run to netCDF, atomically (as the benchmark does).
+def write_bsp(run, path, *, overwrite: bool = False) -> Path:
+    """Write a BSP run to netCDF, atomically (as the benchmark does); an existing file only
+    with ``overwrite=True``.
 
     ``run`` is the recorded Dataset of a run, or an event trace returned by
     :func:`read_bsp`, whose run is read again from the file or chunk directory it came
@@ -872,7 +873,8 @@ def write_bsp(run, path) -> Path:
                           "kind (0 other, 1 injected, 2 collective); phase and start "
                           "stored as differences from the previous record"}))
         compressed.append("interruption_records")
-    return write_dataset(packed, path, compressed=compressed, what="BSP benchmark run")
+    return write_dataset(packed, path, compressed=compressed, what="BSP benchmark run",
+                         overwrite=overwrite)
 
 
 def _read_dataset(path):

@@ -301,7 +301,7 @@ def _suffix(path) -> str:
     return Path(name).suffix
 
 
-def write_fwq_samples(law: Empirical, path) -> Path:
+def write_fwq_samples(law: Empirical, path, *, overwrite: bool = False) -> Path:
     """Write FWQ samples with their attributes: netCDF (``.nc``) or CSV (``.csv[.gz]``).
 
     Parameters
@@ -314,6 +314,9 @@ def write_fwq_samples(law: Empirical, path) -> Path:
         as global attributes (and all of them as JSON in ``jitterlab_fwq``). ``.csv``:
         ``# key: <json>`` lines, a header ``iteration_time`` and one sample per line.
         Written atomically.
+    overwrite : bool, default False
+        Replace an existing file; without it an existing ``path`` is refused
+        (FileExistsError) and kept.
 
     Returns
     -------
@@ -338,13 +341,15 @@ def write_fwq_samples(law: Empirical, path) -> Path:
                                 {"units": "s", "long_name": "time of one quantum of work, w + δ"})},
             attrs=plain)
         encoding = {"iteration_time": {"_FillValue": None}}
-        return atomic_write(path, lambda temp: dataset.to_netcdf(temp, encoding=encoding))
+        return atomic_write(path, lambda temp: dataset.to_netcdf(temp, encoding=encoding),
+                            overwrite=overwrite)
     if suffix == ".csv":
         lines = [f"{_CSV_MARKER} (version {FORMAT_VERSION})"]
         lines += [f"# {key}: {json.dumps(value)}" for key, value in attrs.items()]
         lines += [_CSV_HEADER, *map(repr, values.tolist())]
         text = "".join(f"{line}\n" for line in lines)
-        return atomic_write(path, lambda temp: temp.write_text(text, encoding="utf-8"))
+        return atomic_write(path, lambda temp: temp.write_text(text, encoding="utf-8"),
+                            overwrite=overwrite)
     raise ValueError(f"{Path(path).name}: write FWQ samples as .nc or .csv (optionally .csv.gz)")
 
 

@@ -450,7 +450,7 @@ def _run(comm, MPI, output, round_trips, barriers, pin, overwrite, keep_chunks, 
                         break
         summary = {"chunks": chunks, "finished_at": utc_now()}
         result = finish_run(comm, root, writer, summary, interrupted, store, output,
-                            read_latency, write_latency, read_latency, keep_chunks)
+                            read_latency, write_latency, read_latency, keep_chunks, overwrite)
     if interrupted:
         raise KeyboardInterrupt
     return result
@@ -517,10 +517,11 @@ def _dataset_from_store(metadata: dict, chunks: list[dict], name: str):
     return xr.Dataset(data_vars, coords=coords, attrs=attrs)
 
 
-def write_latency(dataset, path) -> Path:
-    """Write a latency Dataset to netCDF, atomically (as the benchmark does)."""
+def write_latency(dataset, path, *, overwrite: bool = False) -> Path:
+    """Write a latency Dataset to netCDF, atomically (as the benchmark does); an existing
+    file only with ``overwrite=True``."""
     return write_dataset(dataset, path, compressed=("ping_pong", "barrier"),
-                         what="latency Dataset")
+                         what="latency Dataset", overwrite=overwrite)
 
 
 def is_latency_file(path) -> bool:

@@ -546,7 +546,7 @@ def _run(comm, MPI, work, duration, output, random_wait, broadcast, max_wait, se
                    "chunks": chunks, "finished_at": utc_now()}
         interrupted = bool(flags[1])
         result = finish_run(comm, root, writer, summary, interrupted, store, output,
-                            read_pb, write_pb, read_pb, keep_chunks)
+                            read_pb, write_pb, read_pb, keep_chunks, overwrite)
     if interrupted:
         raise KeyboardInterrupt
     return result
@@ -689,14 +689,14 @@ def histogram_law(dataset, quantity: str, rank: int):
     return Histogram(dataset["bin_edges"].values[:-1], counts[:-1])
 
 
-def write_pb(dataset, path) -> Path:
+def write_pb(dataset, path, *, overwrite: bool = False) -> Path:
     """Write a Parallel Benchmark Dataset to netCDF, atomically (as the benchmark does).
 
     Boolean attributes are stored as 0/1 (netCDF has no boolean attributes) and read back
     as bool by :func:`read_pb`. Used to save the Dataset of an interrupted run read from
-    its chunk directory.
+    its chunk directory. An existing file only with ``overwrite=True``.
     """
-    return write_dataset(dataset, path, compressed=[
+    return write_dataset(dataset, path, overwrite=overwrite, compressed=[
         name for quantity in QUANTITIES for name in (quantity, f"{quantity}_hist")],
         what="Parallel Benchmark Dataset")
 
