@@ -564,12 +564,20 @@ def _clock_mapping(events: pd.DataFrame, syncs: list, counter_clock: bool, name:
     if len(pairs) < 2:
         raise ValueError(f"{name}: one sync mark only: offset and drift between the trace "
                          "clock and the counter need two")
-    drift, offset = np.polyfit(seconds - seconds[0], middle - middle[0], 1)
+    # a mark whose two counter reads were interrupted (a preemption, a VM exit) says only
+    # that its time lies somewhere in that wide bracket: the line is fitted through the
+    # tight marks, and every mark must lie on it within its own half-bracket
+    bracket = (after - before).astype(float)
+    tight = bracket <= max(4.0 * float(np.median(bracket)), 1.0)
+    if tight.sum() < 2:
+        tight[:] = True
+    drift, offset = np.polyfit(seconds[tight] - seconds[0], middle[tight] - middle[0], 1)
     residual = middle - middle[0] - (offset + drift * (seconds - seconds[0]))
-    if np.abs(residual).max() > _SYNC_TOLERANCE_TICKS:
+    excess = np.abs(residual) - bracket / 2.0
+    if excess.max() > _SYNC_TOLERANCE_TICKS:
         raise ValueError(f"{name}: the sync marks lie up to {np.abs(residual).max():.0f} "
-                         "ticks off a straight line: the trace clock does not follow the "
-                         "counter")
+                         "ticks off a straight line (more than their counter reads allow): "
+                         "the trace clock does not follow the counter")
     return {"clock_mapping": "linear fit through the sync marks",
             "sync_marks": len(pairs), "clock_rate": float(drift),
             "clock_offset_ticks": float(middle[0] + offset - drift * seconds[0]),
