@@ -60,7 +60,7 @@ def record(seconds: float, cpu: int, threshold: float, store: Path, kernel_event
 
 
 def machine_part(seconds: float, cpu: int, threshold: float, store: Path) -> dict:
-    from jitterlab.attribution import attribute_recording, cause_summary
+    from jitterlab.compare.attribution import attribute_recording, cause_summary
 
     trace = record(seconds, cpu, threshold, store, kernel_events=True)
     table = attribute_recording(store)
@@ -143,7 +143,7 @@ def _us(value) -> str:
 
 def injection_part(cpu: int, threshold: float, workdir: Path, seconds: float) -> list[dict]:
     import jitterlab as jl
-    from jitterlab.attribution import attribute_recording, injected_noise_recovery
+    from jitterlab.compare.attribution import attribute_recording, injected_noise_recovery
 
     binary = workdir / "dutyhog"
     subprocess.run(["gcc", "-O2", "-o", str(binary), str(DUTYHOG)], check=True)

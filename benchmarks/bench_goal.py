@@ -6,7 +6,7 @@ S=65535 B):
 * ``allreduce_recursive_doubling(65536, 8 B × 65536)``: 65 536 ranks, 4.26 M operations;
 * ``allreduce_ring(512, 8 B × 512)``: 512 ranks, 1.05 M operations.
 
-The schedules come from :mod:`jitterlab.schedules.generators` (equal to Schedgen2's); their
+The schedules come from :mod:`jitterlab.sim.schedules.generators` (equal to Schedgen2's); their
 GOAL text and LogGOPSim's binary form (``txt2bin``) are made once in ``--workdir`` and not
 timed. Timed: LogGOPSim's run (``LogGOPSim -f s.bin -b``, wall time of the process, which
 includes reading its binary schedule) and ``jl.simulate_schedule`` on the Schedule in memory
@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 import jitterlab as jl
-from jitterlab.schedules import generators
+from jitterlab.sim.schedules import generators
 
 FINISH = re.compile(r"Maximum finishing time at host \d+: (\d+)")
 WORKLOADS = {

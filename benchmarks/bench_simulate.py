@@ -41,8 +41,8 @@ import numpy as np
 
 import jitterlab as jl
 from jitterlab import _simkernels
-from jitterlab._simkernels import _COMPUTED, _JITTER, _START, _TIE, _prefetch_row
-from jitterlab.simulate import _noiseless_phase_mean
+from jitterlab.sim.replay_kernels import _COMPUTED, _JITTER, _START, _TIE, _prefetch_row
+from jitterlab.sim.simulate import _noiseless_phase_mean
 from jitterlab.testing import simulate_reference, walk_from_row
 
 _walk_from_row = numba.njit(walk_from_row)

@@ -7,33 +7,22 @@ of jitter traces (:class:`Trace`, :func:`simulate`).
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import (
-    apps,
-    attribution,
-    bench,
-    causes,
-    characterize,
-    correlated,
-    counters,
-    datasets,
-    estimate,
-    io,
-    noise,
-    synthetic,
-    validate,
-)
-from .attribution import attribute_detours
-from .bounds import arrival_offsets, barrier_time, theorem1_bounds, tree_depth
-from .collectives import Dissemination, RecursiveDoubling
-from .events import EventTrace, read_events, write_events
+from . import apps, measure as bench, datasets, io, noise
+from .compare import attribution, causes, characterize, counters, estimate, validate
+from .analytic import correlated
+from .traces import synthetic
+from .compare.attribution import attribute_detours
+from .analytic.bounds import arrival_offsets, barrier_time, theorem1_bounds, tree_depth
+from .sim.collectives import Dissemination, RecursiveDoubling
+from .traces.events import EventTrace, read_events, write_events
 from .explore import explore
 from .io import read_trace
-from .maxofn import max_of_n
-from .message import Message
-from .simulate import TreeBarrier, simulate
+from .analytic.maxofn import max_of_n
+from .sim.message import Message
+from .sim.simulate import TreeBarrier, simulate
 from .sweep import sweep
-from .synthetic import coscheduled_trace, jitsim_coscheduled_trace, jitsim_trace, synthetic_trace
-from .trace import Trace
+from .traces.synthetic import coscheduled_trace, jitsim_coscheduled_trace, jitsim_trace, synthetic_trace
+from .traces.trace import Trace
 
 try:
     __version__ = version("jitterlab")
@@ -49,10 +38,10 @@ __all__ = [
     "write_events", "sweep", "explore", "attribution", "attribute_detours",
 ]
 
-from .schedules import Schedule, read_goal  # noqa: E402  (GOAL schedules, issue #23)
+from .sim.schedules import Schedule, read_goal  # noqa: E402  (GOAL schedules, issue #23)
 
 __all__ += ["Schedule", "read_goal"]
 
-from .schedules import LogGOPS, simulate_schedule  # noqa: E402  (GOAL schedules, issue #23)
+from .sim.schedules import LogGOPS, simulate_schedule  # noqa: E402  (GOAL schedules, issue #23)
 
 __all__ += ["LogGOPS", "simulate_schedule"]

@@ -1,7 +1,7 @@
 """Command line: ``jitterlab reproduce``, ``jitterlab measure``, ``jitterlab info``,
 ``jitterlab docs`` and ``jitterlab --version``.
 
-The work is done in :mod:`jitterlab.reproduce` and :mod:`jitterlab.bench`; this module only
+The work is done in :mod:`jitterlab.reproduce` and :mod:`jitterlab.measure`; this module only
 parses arguments and prints. Jupyter packages are imported only when a command needs them.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
-from .limits import MAX_PLANNED_SECONDS  # the longest measurement without --force [s]
+from .base.limits import MAX_PLANNED_SECONDS  # the longest measurement without --force [s]
 
 __all__ = ["main"]
 
@@ -308,7 +308,7 @@ def _add_measure_bsp(benchmarks) -> None:
         "interval), then MPI_Barrier or MPI_Allreduce. An optional seeded injector spins "
         "away --inject-duration every --inject-period inside the compute intervals "
         "(recorded as noise_injected). The records are stored in FILE.bsp/ chunk by chunk; "
-        "at the end rank 0 writes FILE (netCDF), read by jitterlab.bench.read_bsp. Only "
+        "at the end rank 0 writes FILE (netCDF), read by jitterlab.measure.read_bsp. Only "
         "rank 0 prints. Needs mpi4py (pip install 'jitterlab[mpi]').",
     )
     bsp.add_argument("--phases", metavar="P", type=int, required=True,
@@ -353,7 +353,7 @@ def _add_measure_counters(benchmarks) -> None:
         help="hardware counters of a command (perf stat) and the cache/TLB metrics of seed 004",
         description="Run CMD under perf stat -x, and print its counts, named as PAPI names "
         "them where perf's generic event means the same, and the miss rates of Holder & "
-        "Carothers' equations 1-5 that these counts allow (jitterlab.counters). Needs perf "
+        "Carothers' equations 1-5 that these counts allow (jitterlab.compare.counters). Needs perf "
         "and a hardware performance-monitoring unit; says so and runs nothing when the "
         "machine has none (most virtual machines). Usage: jitterlab measure counters "
         "[options] -- CMD [ARGS...]. See docs/counters.md.",
@@ -373,7 +373,7 @@ def _add_measure_counters(benchmarks) -> None:
 
 
 def _measure_counters(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from . import counters
+    from .compare import counters
 
     command = list(args.command)
     if command[:1] == ["--"]:
@@ -521,8 +521,8 @@ def _suffix(path: Path) -> str:
 
 
 def _measure_detour(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from .bench import CycleCounterError, TracefsError, detour, read_detour
-    from .bench._chunks import is_store, remove_store
+    from .measure import CycleCounterError, TracefsError, detour, read_detour
+    from .measure._chunks import is_store, remove_store
 
     output: Path = args.output
     suffix = _suffix(output)
@@ -579,7 +579,7 @@ def _measure_detour(args: argparse.Namespace, parser: argparse.ArgumentParser) -
 
 def _show_tracefs_warnings() -> None:
     """Print the tracefs module's warnings (a stale instance removed, events lost)."""
-    log = logging.getLogger("jitterlab.bench.tracefs")
+    log = logging.getLogger("jitterlab.measure.tracefs")
     if not any(isinstance(handler, logging.StreamHandler) for handler in log.handlers):
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(message)s"))
@@ -589,14 +589,14 @@ def _show_tracefs_warnings() -> None:
 
 def _print_attribution(store: Path) -> None:
     """What the detours were: time per kind of cause, and the part the guest cannot see."""
-    from .attribution import attribute_recording, cause_summary
+    from .compare.attribution import attribute_recording, cause_summary
 
     table = attribute_recording(store)
     attrs = table.attrs
     summary = cause_summary(table)
     print(f"kernel events in {store} (trace clock {attrs['clock']}, "
           f"{attrs['lost_events']} lost; attribute with "
-          f"jitterlab.attribution.attribute_recording('{store}')):")
+          f"jitterlab.compare.attribution.attribute_recording('{store}')):")
     for row in summary.head(8).itertuples():
         print(f"  {row.share:7.2%}  {_seconds(row.time):>9}  in {row.detours:6d} detours  "
               f"{row.cause}")
@@ -621,7 +621,7 @@ def _print_detour_summary(trace, path: Path) -> None:
 
 
 def _measure_fwq(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from .bench import CycleCounterError, fwq, write_fwq_samples
+    from .measure import CycleCounterError, fwq, write_fwq_samples
 
     output: Path = args.output
     if _suffix(output) not in (".nc", ".csv") or output.name.lower().endswith(".nc.gz"):
@@ -655,7 +655,7 @@ def _run_under_mpi(args: argparse.Namespace, parser: argparse.ArgumentParser, na
     ``print_summary(path, dataset)`` prints it. Rank 0 checks the output first; every
     rank exits with the same status.
     """
-    from .bench import CycleCounterError
+    from .measure import CycleCounterError
 
     try:
         from mpi4py import MPI
@@ -708,7 +708,7 @@ def _run_under_mpi(args: argparse.Namespace, parser: argparse.ArgumentParser, na
 
 
 def _measure_pb(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from .bench import pb
+    from .measure import pb
 
     return _run_under_mpi(args, parser, "pb", pb, lambda: pb.parallel_benchmark(
         args.work, args.duration, args.output, random_wait=not args.no_random_wait,
@@ -719,7 +719,7 @@ def _measure_pb(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
 
 
 def _measure_latency(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from .bench import latency
+    from .measure import latency
 
     return _run_under_mpi(args, parser, "latency", latency, lambda: latency.latency_benchmark(
         args.output, round_trips=args.round_trips, barriers=args.barriers,
@@ -728,7 +728,7 @@ def _measure_latency(args: argparse.Namespace, parser: argparse.ArgumentParser) 
 
 
 def _measure_bsp(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from .bench import bsp
+    from .measure import bsp
 
     return _run_under_mpi(args, parser, "bsp", bsp, lambda: bsp.bsp_benchmark(
         args.phases, args.work, args.output, collective=args.collective,
@@ -760,7 +760,7 @@ def _print_bsp_summary(path: Path, events) -> None:
 
 def _print_latency_summary(path: Path, dataset) -> None:
     """τ from the ping-pong, the empty-barrier time, and the set-up."""
-    from .bench.latency import summarize_latency
+    from .measure.latency import summarize_latency
 
     attrs = dataset.attrs
     n_ranks = attrs["n_ranks"]
@@ -846,12 +846,12 @@ def _add_info_parser(commands) -> None:
 
 
 def _info(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from .bench import read_bsp, read_detour, read_fwq_samples, read_pb
-    from .bench._chunks import store_kind
-    from .bench.bsp import is_bsp_file
-    from .bench.fwq import is_fwq_samples_file
-    from .bench.latency import is_latency_file, read_latency
-    from .bench.pb import is_pb_file
+    from .measure import read_bsp, read_detour, read_fwq_samples, read_pb
+    from .measure._chunks import store_kind
+    from .measure.bsp import is_bsp_file
+    from .measure.fwq import is_fwq_samples_file
+    from .measure.latency import is_latency_file, read_latency
+    from .measure.pb import is_pb_file
     from .io import read_trace
 
     path: Path = args.file
@@ -995,7 +995,7 @@ def _add_stationarity_parser(commands) -> None:
 
 
 def _stationarity(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from .stationarity import report_recordings
+    from .compare.stationarity import report_recordings
 
     if args.output is not None and args.output.exists():
         parser.error(f"{args.output} exists; remove it first (nothing is overwritten)")

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ._checks import check_positive
+from .base.checks import check_positive
 
 __all__ = ["DATA_DIR", "PAPER_VALUE_COLUMNS", "MEASUREMENT_COLUMNS", "RECORD_COMMAND",
            "MEASUREMENT_KINDS", "DETOUR_VARIANTS", "PB_VARIANTS",
@@ -57,7 +57,7 @@ MEASUREMENT_COLUMNS = ("file", "kind", "variant", "cpu", "ranks", "work", "thres
 
 #: kinds of the shipped measurements: jitterlab's own benchmarks, ROSS's PHOLD model
 #: run on the same machine (issue #12, a table of parsed runs) and the BSP runs with their
-#: event traces (issue #10, read with jitterlab.bench.read_bsp)
+#: event traces (issue #10, read with jitterlab.measure.read_bsp)
 MEASUREMENT_KINDS = ("detour", "fwq", "pb", "latency", "ross_phold", "bsp")
 
 #: variants of the shipped detour traces and Parallel Benchmark runs
@@ -365,7 +365,7 @@ def load_detour(cpu: int = 0, variant: str = "fixed_threshold"):
     Returns
     -------
     jitterlab.Trace
-        In CPU cycles with ``frequency_hz``, as :func:`jitterlab.bench.detour` returns
+        In CPU cycles with ``frequency_hz``, as :func:`jitterlab.measure.detour` returns
         it; ``attrs`` record the CPU, threshold, t_min, machine, date and command.
 
     Raises
@@ -400,7 +400,7 @@ def load_fwq(work: float, cpu: int | None = None):
     jitterlab.noise.Empirical
         The measured times w + δ [s], with ``sequence`` (in measured order) and
         ``attrs`` (work, LCG iterations, calibration, CPU, machine, date, command), as
-        :func:`jitterlab.bench.read_fwq_samples` returns them.
+        :func:`jitterlab.measure.read_fwq_samples` returns them.
 
     Raises
     ------
@@ -409,7 +409,7 @@ def load_fwq(work: float, cpu: int | None = None):
     ValueError
         If no samples of that quantum (and CPU) are shipped, or the checksum differs.
     """
-    from .bench import read_fwq_samples
+    from .measure import read_fwq_samples
 
     work = check_positive("work", work)
     entry = _select("fwq", "FWQ sample", work=work, cpu=None if cpu is None else int(cpu))
@@ -439,7 +439,7 @@ def load_pb(ranks: int = 2, variant: str = "default", work: float = 300e-6):
     Returns
     -------
     xarray.Dataset
-        As :func:`jitterlab.bench.read_pb` returns it: ``compute`` (w + δ),
+        As :func:`jitterlab.measure.read_pb` returns it: ``compute`` (w + δ),
         ``barrier`` (b) and ``iteration`` (θ = t_e − t_s) with dims (``rank``,
         ``sample``) [s], their histograms, per-rank ``host``, ``node``, ``cpu`` and
         the run's attributes.
@@ -451,7 +451,7 @@ def load_pb(ranks: int = 2, variant: str = "default", work: float = 300e-6):
     ValueError
         If no run of that size and variant is shipped, or the checksum differs.
     """
-    from .bench import read_pb
+    from .measure import read_pb
 
     if variant not in PB_VARIANTS:
         raise ValueError(f"variant must be one of {PB_VARIANTS}, got {variant!r}")
@@ -472,11 +472,11 @@ def load_latency(ranks: int = 2):
     Returns
     -------
     xarray.Dataset
-        As :func:`jitterlab.bench.latency.read_latency` returns it: ``ping_pong``
+        As :func:`jitterlab.measure.latency.read_latency` returns it: ``ping_pong``
         (round-trip times, dims ``pair``, ``exchange``) [s] and ``barrier`` (times of
         empty barriers, dims ``rank``, ``sample``) [s], per-rank ``host``, ``node``,
         ``cpu`` and the run's attributes. The one-way latency τ of Theorem 1, with its
-        standard error: :func:`jitterlab.bench.latency.summarize_latency`.
+        standard error: :func:`jitterlab.measure.latency.summarize_latency`.
 
     Raises
     ------
@@ -487,11 +487,11 @@ def load_latency(ranks: int = 2):
 
     Examples
     --------
-    >>> from jitterlab.bench.latency import summarize_latency
+    >>> from jitterlab.measure.latency import summarize_latency
     >>> from jitterlab.datasets import load_latency
     >>> tau = float(summarize_latency(load_latency(2))["tau"])  # doctest: +SKIP
     """
-    from .bench.latency import read_latency
+    from .measure.latency import read_latency
 
     entry = _select("latency", "latency run", ranks=int(ranks))
     return read_latency(measurement_path(entry))

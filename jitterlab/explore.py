@@ -27,15 +27,15 @@ import time
 import numpy as np
 import xarray as xr
 
-from ._checks import check_integer, check_positive
-from .bounds import theorem1_bounds
-from .collectives import Dissemination, RecursiveDoubling
-from .maxofn import max_of_n
-from .message import Message
+from .base.checks import check_integer, check_positive
+from .analytic.bounds import theorem1_bounds
+from .sim.collectives import Dissemination, RecursiveDoubling
+from .analytic.maxofn import max_of_n
+from .sim.message import Message
 from .noise import NoiseModel, Periodic, from_trace
-from .simulate import TreeBarrier, simulate
-from .threads import kernel_threads
-from .trace import Trace
+from .sim.simulate import TreeBarrier, simulate
+from .base.threads import kernel_threads
+from .traces.trace import Trace
 
 __all__ = ["explore", "explore_values", "law_trace", "make_barrier", "plot_explore",
            "BARRIERS", "SIMULATED_N_MAX", "RUNS", "PHASES", "TRACE_EVENTS"]

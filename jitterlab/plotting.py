@@ -412,7 +412,7 @@ def _replay_tree(jitter, gap, offsets, work, phases, barrier):
     tuples (task, phase, kind, start, end, peer) and the compute and end times (phase,
     task).
     """
-    from . import _simkernels
+    from .sim import replay_kernels as _simkernels
 
     n, k = offsets.size, barrier.fanout
     table = _simkernels.trace_table(np.ascontiguousarray(jitter, dtype=float),
@@ -528,7 +528,7 @@ def timeline_segments(trace, starts, work: float, barrier=None, phases: int = 1
     >>> segments[segments.kind == "compute"].end.tolist()
     [130.0, 165.0]
     """
-    from .simulate import TreeBarrier, simulate
+    from .sim.simulate import TreeBarrier, simulate
 
     jitter = np.asarray(trace.jitter_seconds, dtype=float)
     gap = np.asarray(trace.gap_seconds, dtype=float)
@@ -558,7 +558,7 @@ def timeline_segments(trace, starts, work: float, barrier=None, phases: int = 1
         offsets = np.mod(starts.astype(float), period)  # the trace is cyclic
         offsets[offsets >= period] = 0.0
         sim_jitter, sim_gap, rows = _split_trace_at(jitter, gap, offsets)
-        from .trace import Trace
+        from .traces.trace import Trace
 
         sim_trace = Trace(sim_jitter, sim_gap)
     else:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import xarray as xr
 
-from ._checks import check_integer
+from .base.checks import check_integer
 
 __all__ = ["sweep", "local_cluster", "point_seeds", "SweepWarning", "SweepWorkerError"]
 

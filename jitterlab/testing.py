@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from .simulate import TreeBarrier, draw_offsets
+from .sim.simulate import TreeBarrier, draw_offsets
 
 __all__ = ["simulate_reference", "walk", "walk_from_row", "wavefront_reference"]
 
@@ -102,7 +102,7 @@ def simulate_reference(trace, n: int, work: float, phases: int = 1, start="rando
     Start points are drawn exactly as :func:`jitterlab.simulate` draws them for the
     same ``rng``; everything else is walked row by row.
     """
-    from ._random import seed_from
+    from .base.rng import seed_from
 
     jitter = np.asarray(trace.jitter_seconds, dtype=float)
     gap = np.asarray(trace.gap_seconds, dtype=float)
@@ -307,7 +307,7 @@ def _approximate_arrival(i, j, start, end, a_start, a_end, latency):
 
 
 def timeline_reference(events, source: str = "combined"):
-    """Plain-Python twin of :func:`jitterlab.estimate.approximate_timeline`.
+    """Plain-Python twin of :func:`jitterlab.compare.estimate.approximate_timeline`.
 
     Matches messages and collectives with dictionaries straight from the rows and
     sweeps over the ranks again and again, advancing each as far as its dependencies
@@ -410,7 +410,7 @@ def random_events(seed, n_ranks: int = 4, steps: int = 12, latency: float = 0.0,
     exponential); only the sources in ``present`` (default: all) lengthen the run, and
     the ``noise_<source>`` columns hold the noise that did (``noise_combined`` their
     sum). The noise of a send, a receive and a collective strikes after the message
-    arrived or the last rank entered, so :func:`jitterlab.estimate.accumulated_noise`
+    arrived or the last rank entered, so :func:`jitterlab.compare.estimate.accumulated_noise`
     recovers the same program run with fewer sources exactly: the run with
     ``present`` = all but X ends where removing X from the full run says. With
     ``irregular``, a receive's noise strikes while it waits and a send's after its
@@ -419,7 +419,7 @@ def random_events(seed, n_ranks: int = 4, steps: int = 12, latency: float = 0.0,
     """
     import pandas as pd
 
-    from .events import EventTrace
+    from .traces.events import EventTrace
 
     rng = np.random.default_rng(seed)
     present = set(sources if present is None else present)

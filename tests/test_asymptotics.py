@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import jitterlab as jl
-from jitterlab.asymptotics import asymptotic_max_mean
+from jitterlab.analytic.asymptotics import asymptotic_max_mean
 
 N_VALUES = np.array([1, 10, 100, 10**3, 10**4, 10**6, 10**9])
 #: relative rounding slack of the exact method (quadrature at epsrel ~1e-10 and below)

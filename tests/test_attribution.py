@@ -1,4 +1,4 @@
-"""Tests of jitterlab.attribution: the join of detours with kernel events."""
+"""Tests of jitterlab.compare.attribution: the join of detours with kernel events."""
 
 import os
 import platform
@@ -13,7 +13,7 @@ import pytest
 from scipy.stats import beta
 
 import jitterlab as jl
-from jitterlab.attribution import (
+from jitterlab.compare.attribution import (
     COLUMNS,
     INVISIBLE,
     attribute_detours,
@@ -21,7 +21,7 @@ from jitterlab.attribution import (
     cause_summary,
     injected_noise_recovery,
 )
-from jitterlab.bench import tracefs
+from jitterlab.measure import tracefs
 from jitterlab.io import read_ftrace
 
 DATA = Path(__file__).parent / "data"

@@ -30,7 +30,7 @@ from jitterlab.apps.calibrate import (
     sample_upgrade,
     sweep_workload,
 )
-from jitterlab.limits import ResourceLimitError
+from jitterlab.base.limits import ResourceLimitError
 
 NAN, INF = math.nan, math.inf
 LAW = jl.noise.Exponential(mean=1e-6)

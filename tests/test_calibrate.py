@@ -161,7 +161,7 @@ def test_held_out_runs_are_predicted_and_calibration_runs_refused():
 
 
 def test_verdict_refuses_a_calibration_run():
-    from jitterlab.validate import (
+    from jitterlab.compare.validate import (
         CalibrationOverlapError,
         Prediction,
         Reference,

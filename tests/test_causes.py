@@ -1,4 +1,4 @@
-"""Tests of jitterlab.causes: noise per cause with intervals, causes removed, periodic
+"""Tests of jitterlab.compare.causes: noise per cause with intervals, causes removed, periodic
 sources named by cause (issue #22)."""
 
 import math
@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 import jitterlab as jl
-from jitterlab.causes import (
+from jitterlab.compare.causes import (
     INVISIBLE,
     UNATTRIBUTED,
     cause_trace,

@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 import jitterlab as jl
-from jitterlab.characterize import find_periodic_sources, summarize
-from jitterlab.synthetic import PeriodicSource, PoissonSource, trace_from_sources
-from jitterlab.trace import Trace
+from jitterlab.compare.characterize import find_periodic_sources, summarize
+from jitterlab.traces.synthetic import PeriodicSource, PoissonSource, trace_from_sources
+from jitterlab.traces.trace import Trace
 
 DATA = Path(__file__).parent / "data"
 DEVREF = DATA / "devref.trc.gz"
@@ -197,7 +197,7 @@ def test_sysjitter_reference_capture():
 
 
 def test_label_events_names_the_source_of_every_event():
-    from jitterlab.characterize import label_events
+    from jitterlab.compare.characterize import label_events
 
     trace = jl.synthetic_trace(duration=10.0, rng=1)
     sources, labels = label_events(trace)

@@ -7,9 +7,9 @@ import pytest
 from scipy import special, stats
 
 import jitterlab as jl
-from jitterlab.correlated import GaussianCopulaMax, gaussian_rho
+from jitterlab.analytic.correlated import GaussianCopulaMax, gaussian_rho
 from jitterlab.noise import NoiseModel
-from jitterlab.validate import MaxOfN
+from jitterlab.compare.validate import MaxOfN
 
 NOISE = jl.noise.Exponential(mean=1e-5) + 3e-4
 

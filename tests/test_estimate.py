@@ -1,4 +1,4 @@
-"""The timeline approximation of seed 003 (jitterlab.estimate).
+"""The timeline approximation of seed 003 (jitterlab.compare.estimate).
 
 Exact answers: the seed's two toy cases, closed-form BSP runs, random programs whose
 noise is placed as the rules assume (removing a source must give the run without it),
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jitterlab as jl
-from jitterlab.estimate import accumulated_noise, approximate_timeline
+from jitterlab.compare.estimate import accumulated_noise, approximate_timeline
 from jitterlab.testing import random_events, timeline_reference
 
 EPS = np.finfo(np.float64).eps

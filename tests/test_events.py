@@ -1,4 +1,4 @@
-"""Event traces (jitterlab.events): the data model, its checks and its files."""
+"""Event traces (jitterlab.traces.events): the data model, its checks and its files."""
 
 import os
 

@@ -25,7 +25,7 @@ from scipy import stats
 from test_schedule_generators import canonical_sha256, generate
 
 import jitterlab as jl
-from jitterlab.schedules import read_goal
+from jitterlab.sim.schedules import read_goal
 
 DATA = Path(__file__).parent / "data" / "goal"
 with open(DATA / "cases.csv", newline="") as _f:
@@ -36,7 +36,7 @@ NOISY_PATH = DATA / "noisy.csv"
 LARGE = os.environ.get("JITTERLAB_GOAL_LARGE") == "1"
 PARAMETERS = ("L", "o", "g", "G", "O", "S")
 try:
-    from jitterlab.schedules import LogGOPS, simulate_schedule
+    from jitterlab.sim.schedules import LogGOPS, simulate_schedule
 except ImportError:  # the engine is committed after these references
     LogGOPS = simulate_schedule = None
 
@@ -47,13 +47,13 @@ class EngineMissing(Exception):
 
 def require_engine():
     if simulate_schedule is None:
-        raise EngineMissing("jitterlab.schedules has no simulate_schedule or LogGOPS")
+        raise EngineMissing("jitterlab.sim.schedules has no simulate_schedule or LogGOPS")
 
 
 #: only while the engine is missing: its absence, nothing else, may fail these tests
 MISSING_ENGINE = pytest.mark.xfail(
     simulate_schedule is None, raises=EngineMissing, strict=False,
-    reason="the engine (jitterlab.schedules.simulate_schedule, LogGOPS) is not in the "
+    reason="the engine (jitterlab.sim.schedules.simulate_schedule, LogGOPS) is not in the "
            "package yet")
 
 

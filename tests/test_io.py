@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jitterlab.io import EXTENSIONS, FORMATS, NotATraceError, read_trace
-from jitterlab.io._common import atomic_write
-from jitterlab.synthetic import capped_pareto_mean
-from jitterlab.trace import Trace
+from jitterlab.io.common import atomic_write
+from jitterlab.traces.synthetic import capped_pareto_mean
+from jitterlab.traces.trace import Trace
 
 DATA = Path(__file__).parent / "data"
 DEVREF = DATA / "devref.trc.gz"
@@ -416,8 +416,8 @@ def test_failed_write_keeps_the_old_file(tmp_path):
 
 
 @pytest.mark.parametrize(("name", "reader"), [
-    ("fwq_cpu1_w300us.nc", "jitterlab.bench.read_fwq_samples"),
-    ("pb_2ranks_w300us.nc", "jitterlab.bench.read_pb"),
+    ("fwq_cpu1_w300us.nc", "jitterlab.measure.read_fwq_samples"),
+    ("pb_2ranks_w300us.nc", "jitterlab.measure.read_pb"),
 ])
 def test_benchmark_results_point_to_their_reader(name, reader):
     path = Path(__file__).parents[1] / "data" / "measured" / name
@@ -527,7 +527,7 @@ def test_fwq_samples_keep_an_existing_file_unless_told(tmp_path, name):
 def test_benchmark_datasets_keep_an_existing_file_unless_told(tmp_path):
     import xarray as xr
 
-    from jitterlab.bench._ncfile import write_dataset
+    from jitterlab.measure._ncfile import write_dataset
 
     path = tmp_path / "run.nc"
     path.write_text("measured\n")

@@ -451,7 +451,7 @@ def test_fwq_law_feeds_max_of_n(tmp_path):
                                                 ("to_parquet", "jitterlab"),
                                                 ("to_netcdf", "jitterlab")])
 def test_files_jitterlab_wrote_are_recognised_under_any_name(tmp_path, writer, format):
-    from jitterlab.trace import Trace
+    from jitterlab.traces.trace import Trace
 
     trace = Trace([10, 5], [50, 30], unit="cycles", frequency_hz=1e9)
     path = getattr(trace, writer)(tmp_path / "trace.out")

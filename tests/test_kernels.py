@@ -1,10 +1,10 @@
 """Every numba kernel against its plain reference implementation.
 
-* ``jitterlab._kernels`` (max-of-N): references in the same module.
-* ``jitterlab._simkernels`` (trace-driven simulation): references in
+* ``jitterlab.noise.kernels`` (max-of-N): references in the same module.
+* ``jitterlab.sim.replay_kernels`` (trace-driven simulation): references in
   :mod:`jitterlab.testing` (:func:`~jitterlab.testing.walk`,
   :func:`~jitterlab.testing.simulate_reference`).
-* ``jitterlab.bench``: the LCG work kernel against its plain-Python twin. The other
+* ``jitterlab.measure``: the LCG work kernel against its plain-Python twin. The other
   bench kernels (detour loop, FWQ and PB loops, the TSC read) time the machine itself;
   they have no deterministic twin and are checked by their invariants in test_bench.py
   and test_pb.py.
@@ -21,7 +21,7 @@ import pytest
 
 import jitterlab as jl
 from jitterlab import _kernels, _simkernels, testing
-from jitterlab.bench.fwq import _lcg, _lcg_python
+from jitterlab.measure.fwq import _lcg, _lcg_python
 from jitterlab.noise import Empirical
 from jitterlab.noise.trace_law import trace_positions
 
@@ -30,7 +30,7 @@ SEEDS = [0, 1, 123, 2**32 + 7, 2**63 - 1]
 
 
 # --------------------------------------------------------------------------------------
-# jitterlab._kernels
+# jitterlab.noise.kernels
 # --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("z", [0, 1, 0x9E3779B97F4A7C15, 2**64 - 1, 2**63])
 def test_mix64_matches_reference(z):
@@ -74,7 +74,7 @@ def test_step_sum_one_minus_power_matches_reference(power, start):
 
 
 # --------------------------------------------------------------------------------------
-# jitterlab.bench: the LCG work kernel
+# jitterlab.measure: the LCG work kernel
 # --------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("iterations", "seed"), [(0, 1), (1, 1), (1000, 12345),
                                                   (10_000, 2**31 - 2)])
@@ -83,7 +83,7 @@ def test_lcg_kernel_matches_reference(iterations, seed):
 
 
 # --------------------------------------------------------------------------------------
-# jitterlab._simkernels against jitterlab.testing
+# jitterlab.sim.replay_kernels against jitterlab.testing
 # --------------------------------------------------------------------------------------
 def dyadic_trace(rows, seed):
     """A random trace whose jitter and gap are whole numbers of ticks (some jitter 0)."""

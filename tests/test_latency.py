@@ -18,7 +18,7 @@ import pytest
 import xarray as xr
 from test_pb import HAVE_MPI4PY, MPIEXEC, N_CPUS, X86, _alive, _descendants, needs_mpi
 
-from jitterlab.bench import _chunks, latency
+from jitterlab.measure import _chunks, latency
 from jitterlab.cli import main
 
 ROUND_TRIPS = 300
@@ -71,7 +71,7 @@ def test_file_structure_units_and_provenance(run):
     assert ds["node"].values.tolist() == [0, 0]
     assert ds["cpu"].values.tolist() != [-1, -1]
     attrs = ds.attrs
-    assert attrs["source"] == "jitterlab.bench.latency"
+    assert attrs["source"] == "jitterlab.measure.latency"
     assert attrs["round_trips"] == ROUND_TRIPS and attrs["barriers"] == BARRIERS
     assert attrs["message_bytes"] == latency.MESSAGE_BYTES
     assert attrs["n_ranks"] == 2 and attrs["n_nodes"] == 1
@@ -224,7 +224,7 @@ def test_allow_large_lifts_the_duration_limit_but_not_for_ever():
 def test_a_real_run_over_the_limit_is_refused_on_every_rank_before_it_stores(tmp_path):
     # the limit lowered to 1 ms in both ranks: the warm-up plans more than that
     output = tmp_path / "l.nc"
-    code = ("import sys, jitterlab.limits as limits; limits.MAX_PLANNED_SECONDS = 1e-3; "
+    code = ("import sys, jitterlab.base.limits as limits; limits.MAX_PLANNED_SECONDS = 1e-3; "
             "from jitterlab.cli import main; sys.exit(main(sys.argv[1:]))")
     command = [MPIEXEC, "-n", "2", sys.executable, "-c", code, "measure", "latency",
                "--output", str(output), "--no-progress"]

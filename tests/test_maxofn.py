@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from scipy import special
 
 import jitterlab as jl
-from jitterlab._kernels import max_uniform_complement
+from jitterlab.noise.kernels import max_uniform_complement
 from jitterlab.noise import Bernoulli, Empirical, Exponential, Pareto, TailWarning, Uniform
 
 N_VALUES = [1, 2, 10, 1000, 10**6]
@@ -49,7 +49,7 @@ def test_exact_mean_matches_closed_form(name, model, closed):
                          ids=[c[0] for c in CLOSED_FORMS])
 def test_numerical_integral_matches_closed_form(name, model, closed):
     # the general path (∫(1 − F^N), quantile-space tail) that lists and mixtures take
-    from jitterlab.maxofn import exact_max_mean
+    from jitterlab.analytic.maxofn import exact_max_mean
 
     for n in N_VALUES:
         assert exact_max_mean([model], [n], closed_form=False) == pytest.approx(closed(n),
@@ -138,7 +138,7 @@ def test_one_slow_process_shows():
 
 
 def test_process_counts_round_robin():
-    from jitterlab.maxofn import process_counts
+    from jitterlab.analytic.maxofn import process_counts
 
     np.testing.assert_array_equal(process_counts(3, 10), [4, 3, 3])
     assert process_counts(4, 10**9).sum() == 10**9
@@ -542,7 +542,7 @@ def test_sum_max_mean_far_in_the_tail_matches_monte_carlo_and_is_quiet():
 def test_piecewise_quadrature_over_many_pieces():
     # the body integral of a measured law mixed with continuous ones: one piece per
     # support point, fixed Gauss-Legendre rules first, QUADPACK where they disagree
-    from jitterlab._integrate import piecewise_quad
+    from jitterlab.base.integrate import piecewise_quad
 
     edges = np.concatenate([[0.0], np.sort(np.random.default_rng(4).uniform(0, 30, 500)),
                             [30.0]])

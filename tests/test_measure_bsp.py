@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import jitterlab as jl
-from jitterlab.bench import _chunks, bsp
+from jitterlab.measure import _chunks, bsp
 
 X86 = platform.machine().lower() in {"x86_64", "amd64", "i686", "i386", "x86"}
 MPIEXEC = shutil.which("mpiexec", path=os.pathsep.join(
@@ -97,7 +97,7 @@ def test_event_trace_of_a_real_run(runs, name):
     assert 0.5e9 < attrs["clock_frequency_hz"] < 10e9
     assert attrs["command"].startswith("jitterlab measure bsp --phases")
     assert process.stdout.count("BSP run (complete)") == 1  # rank 0 only
-    # the file round-trips through the event-trace writer of jitterlab.events
+    # the file round-trips through the event-trace writer of jitterlab.traces.events
     again = jl.read_events(jl.write_events(events, output.with_suffix(".parquet")))
     assert again.data.equals(events.data)
 
@@ -542,7 +542,7 @@ def test_interruptions_of_the_chunks_read_like_the_file(runs):
 
 _SMALL_BUFFER = """
 import sys
-from jitterlab.bench import bsp
+from jitterlab.measure import bsp
 bsp._EVENTS_MIN = bsp._EVENTS_MAX = int(sys.argv[1])
 bsp.bsp_benchmark(int(sys.argv[2]), {work}, sys.argv[3], inject_period={period},
                   inject_duration={duration}, progress=False, keep_chunks=True)

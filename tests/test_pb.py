@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import jitterlab as jl
-from jitterlab.bench import _chunks, pb
+from jitterlab.measure import _chunks, pb
 from jitterlab.cli import main
 
 X86 = platform.machine().lower() in {"x86_64", "amd64", "i686", "i386", "x86"}
@@ -96,7 +96,7 @@ def test_result_structure_and_units(runs, name):
     assert cpus == [allowed[0], allowed[1 % len(allowed)]]
     attrs = dataset.attrs
     random_wait = name == "default"
-    assert attrs["source"] == "jitterlab.bench.pb"
+    assert attrs["source"] == "jitterlab.measure.pb"
     assert attrs["random_wait"] is random_wait and attrs["broadcast"] is random_wait
     assert attrs["work"] == WORK and attrs["duration"] == DURATION
     assert attrs["max_wait"] == (WORK if random_wait else 0.0)

@@ -148,7 +148,7 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from jitterlab.plotting import plot_slowdown, plot_timeline, timeline_segments  # noqa: E402
-from jitterlab.simulate import draw_offsets  # noqa: E402
+from jitterlab.sim.simulate import draw_offsets  # noqa: E402
 from jitterlab.testing import walk  # noqa: E402
 
 # jitSim Fig. 2 and Fig. 4: rows of (jitter duration, cycles to next jitter), in cycles

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 import jitterlab as jl
-from jitterlab.counters import read_papi, read_perf_stat
+from jitterlab.compare.counters import read_papi, read_perf_stat
 
 DATA = Path(__file__).parent / "data"
 ROSS = (DATA / "ross_phold_opt2.txt").read_text()

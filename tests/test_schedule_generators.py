@@ -1,4 +1,4 @@
-"""jitterlab.schedules.generators against LogGOPSim's generator Schedgen2.
+"""jitterlab.sim.schedules.generators against LogGOPSim's generator Schedgen2.
 
 Each case of tests/data/goal/cases.csv was written by Schedgen2 (see PROVENANCE.md there).
 A shipped case is read with read_goal and compared with the generator's schedule field by
@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jitterlab.schedules import CALC, RECV, SEND, read_goal
-from jitterlab.schedules import generators as gen
+from jitterlab.sim.schedules import CALC, RECV, SEND, read_goal
+from jitterlab.sim.schedules import generators as gen
 
 DATA = Path(__file__).parent / "data" / "goal"
 with open(DATA / "cases.csv", newline="") as _f:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import jitterlab as jl
-from jitterlab.schedules import (
+from jitterlab.sim.schedules import (
     CALC,
     RECV,
     SEND,

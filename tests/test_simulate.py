@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import jitterlab as jl
-from jitterlab.simulate import draw_offsets
+from jitterlab.sim.simulate import draw_offsets
 from jitterlab.testing import simulate_reference, walk
 
 DATA = Path(__file__).parent / "data"

@@ -13,7 +13,7 @@ from scipy import stats
 
 import jitterlab as jl
 from jitterlab import datasets
-from jitterlab.stationarity import (
+from jitterlab.compare.stationarity import (
     NULL_DRAWS,
     STATIONARITY_COLUMNS,
     STATIONARITY_COMMAND,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from jitterlab.trace import Trace
+from jitterlab.traces.trace import Trace
 
 # jitSim Fig. 2 (seed 000): <jitter duration, cycles to next jitter>
 FIG2_JITTER = [10, 5, 25, 5, 15, 20, 10, 60, 5, 10]

@@ -1,4 +1,4 @@
-"""jitterlab.bench.tracefs: the private tracefs instance, on this machine's tracefs (when
+"""jitterlab.measure.tracefs: the private tracefs instance, on this machine's tracefs (when
 writable) and on a fake tracefs tree for the error paths."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 import jitterlab as jl
-from jitterlab.attribution import attribute_recording
-from jitterlab.bench import tracefs
-from jitterlab.bench.tracefs import (
+from jitterlab.compare.attribution import attribute_recording
+from jitterlab.measure import tracefs
+from jitterlab.measure.tracefs import (
     EventNotAvailableError,
     TracefsNotMountedError,
     TracefsPermissionError,
@@ -135,7 +135,7 @@ def test_stale_instances_of_dead_processes_removed(fake_tracefs, caplog):
     dead, alive = dead_pid(), os.getpid()
     for name in (f"jitterlab-{dead}", f"jitterlab-{alive}", "jitterlab-probe", "other"):
         (instances / name).mkdir()
-    with caplog.at_level(logging.WARNING, logger="jitterlab.bench.tracefs"):
+    with caplog.at_level(logging.WARNING, logger="jitterlab.measure.tracefs"):
         removed = remove_stale_instances(fake_tracefs)
     assert removed == [instances / f"jitterlab-{dead}"]
     assert sorted(path.name for path in instances.iterdir()) == sorted(
@@ -198,7 +198,7 @@ def test_real_stale_instance_removed_and_missing_event_named(caplog):
     stale = REAL / "instances" / f"jitterlab-{dead_pid()}"
     stale.mkdir()
     try:
-        with caplog.at_level(logging.WARNING, logger="jitterlab.bench.tracefs"):
+        with caplog.at_level(logging.WARNING, logger="jitterlab.measure.tracefs"):
             with trace_instance(["sched:sched_switch"], cpu=0, duration=0.1) as instance:
                 assert instance.removed_stale == [stale]
         assert not stale.exists() and "left behind by process" in caplog.text
@@ -216,7 +216,7 @@ def test_real_lost_events_counted_and_logged(caplog):
     affinity = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {0})
     try:
-        with caplog.at_level(logging.WARNING, logger="jitterlab.bench.tracefs"):
+        with caplog.at_level(logging.WARNING, logger="jitterlab.measure.tracefs"):
             with trace_instance(["sched:sched_switch", "timer:hrtimer_expire_entry",
                                  "timer:hrtimer_expire_exit"], cpu=0, duration=0.3,
                                 buffer_kb=8) as instance:
@@ -235,7 +235,7 @@ def test_real_lost_events_counted_and_logged(caplog):
 # --------------------------------------------------------------------------------------
 # detour runs with kernel events (jitterlab measure detour --kernel-events)
 # --------------------------------------------------------------------------------------
-detour_module = sys.modules["jitterlab.bench.detour"]
+detour_module = sys.modules["jitterlab.measure.detour"]
 
 
 def instances() -> list[str]:

@@ -8,7 +8,7 @@ import xarray as xr
 from scipy import stats
 
 import jitterlab as jl
-from jitterlab.validate import (
+from jitterlab.compare.validate import (
     MaxOfN,
     anomaly_detection_power,
     check_independence,

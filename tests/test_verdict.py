@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 import jitterlab as jl
-from jitterlab.validate import (
+from jitterlab.compare.validate import (
     CalibrationOverlapError,
     Consistent,
     InInterval,

@@ -21,11 +21,11 @@ import pandas as pd
 import xarray as xr
 from scipy.optimize import least_squares
 
-from .._checks import check_integer, check_positive
-from .._provenance import provenance_attrs
-from .._random import RngLike, as_generator
-from ..limits import check_allow_large, check_memory
-from ..message import Message
+from ..base.checks import check_integer, check_positive
+from ..base.provenance import provenance_attrs
+from ..base.rng import RngLike, as_generator
+from ..base.limits import check_allow_large, check_memory
+from ..sim.message import Message
 from .wavefront import Wavefront, noiseless_time, square_grid, wavefront_simulate
 
 __all__ = ["SweepStructure", "sweep_workload", "run_ids", "fit_sweep_costs",
@@ -536,7 +536,7 @@ def sample_upgrade(runs: pd.DataFrame, fit: xr.Dataset, message_cost,
         Seed of the draws.
     allow_large : bool
         Draw even when the draws (about 48 B per sample and run) exceed half of the
-        available memory (else :class:`jitterlab.limits.ResourceLimitError`).
+        available memory (else :class:`jitterlab.base.limits.ResourceLimitError`).
 
     Returns
     -------

@@ -29,15 +29,15 @@ import pandas as pd
 import xarray as xr
 from scipy.optimize import nnls
 
-from .._checks import check_integer, check_positive
-from .._provenance import provenance_attrs
-from .._random import RngLike
-from ..bounds import theorem1_bounds
-from ..collectives import Dissemination, RecursiveDoubling
-from ..message import Message
+from ..base.checks import check_integer, check_positive
+from ..base.provenance import provenance_attrs
+from ..base.rng import RngLike
+from ..analytic.bounds import theorem1_bounds
+from ..sim.collectives import Dissemination, RecursiveDoubling
+from ..sim.message import Message
 from ..noise import NoiseModel
-from ..simulate import TreeBarrier, _as_counts, simulate
-from ..trace import Trace
+from ..sim.simulate import TreeBarrier, _as_counts, simulate
+from ..traces.trace import Trace
 
 __all__ = ["ROLLBACK_REFERENCE_EVENTS", "TimeWarp", "TimeWarpCalibration", "Workload",
            "WorkloadMismatchError", "WorkloadWarning", "calibrate_timewarp",

@@ -23,17 +23,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import xarray as xr
 
-from .. import _simevents, _wavekernels
-from .._checks import check_integer, check_positive
-from .._provenance import provenance_attrs
-from .._random import RngLike, as_generator, seed_from
-from ..bounds import tree_depth
-from ..limits import check_allow_large, check_duration, check_memory
-from ..maxofn import max_of_n
-from ..message import Message
+from ..sim import event_output as _simevents
+from . import wavefront_kernels as _wavekernels
+from ..base.checks import check_integer, check_positive
+from ..base.provenance import provenance_attrs
+from ..base.rng import RngLike, as_generator, seed_from
+from ..analytic.bounds import tree_depth
+from ..base.limits import check_allow_large, check_duration, check_memory
+from ..analytic.maxofn import max_of_n
+from ..sim.message import Message
 from ..noise import NoiseModel, from_trace
-from ..simulate import _offsets, _trace_table
-from ..trace import Trace
+from ..sim.simulate import _offsets, _trace_table
+from ..traces.trace import Trace
 
 __all__ = ["Wavefront", "wavefront_predict", "wavefront_simulate", "noiseless_time",
            "square_grid", "SWEEP_ORDERS"]
@@ -467,7 +468,7 @@ def wavefront_predict(workload: Wavefront, noise=None, *,
     allow_large : bool
         Run even when the estimated memory (about 50 B per rank, and 32 B per level of
         the block graph with ``noise``) exceeds half of the available memory; without
-        it such a call raises :class:`jitterlab.limits.ResourceLimitError` naming the
+        it such a call raises :class:`jitterlab.base.limits.ResourceLimitError` naming the
         figure and the argument to change (or set ``JITTERLAB_ALLOW_LARGE=1``).
 
     Returns
@@ -580,15 +581,15 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
         per rank and block its receives, compute and sends with the noise each met,
         and with the all-reduce a collective interval per iteration; attrs
         ``makespan`` and ``noiseless_makespan`` [s] (see
-        :func:`jitterlab.estimate.accumulated_noise`).
+        :func:`jitterlab.compare.estimate.accumulated_noise`).
     allow_large : bool
         Run even when the estimated memory exceeds half of the available memory (about
         100 B per rank in order, 600 B per rank on arrival, 8 B per rank, block, sweep,
         iteration and run with ``detail=True``, 1.6 kB per rank and pass with "events"),
         or, with ``progress="on_arrival"``, when the run would take over an hour
-        (:data:`jitterlab.limits.MAX_PLANNED_SECONDS`; a run of over 2·10⁷ rank-blocks is
+        (:data:`jitterlab.base.limits.MAX_PLANNED_SECONDS`; a run of over 2·10⁷ rank-blocks is
         planned from the kernel's time on a 16 × 16 grid, timed first); without it such a
-        call raises :class:`jitterlab.limits.ResourceLimitError` naming the figure and
+        call raises :class:`jitterlab.base.limits.ResourceLimitError` naming the figure and
         the argument to change (or set ``JITTERLAB_ALLOW_LARGE=1``).
 
     Returns

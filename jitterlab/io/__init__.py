@@ -9,7 +9,7 @@
 * ``"sysjitter"`` — :mod:`jitterlab.io.sysjitter`: sysjitter raw files
   (``PREFIX.<core>``; no extension of their own, recognised from their header);
 * ``"detour"`` — the chunk directory of a detour run (``.detour``), see
-  :func:`jitterlab.bench.read_detour`.
+  :func:`jitterlab.measure.read_detour`.
 
 Measurements that are not traces have their own readers: the sysjitter summary
 (:func:`read_sysjitter_summary`, a pandas Series), ROSS's end-of-run statistics
@@ -24,7 +24,7 @@ one of them (``format="ftq"`` or ``"fwq"``, a file named ``ftq_*``/``fwq_*``, FT
 sysjitter summary) raises :class:`NotATraceError` naming the reader to use.
 
 Any of them may be gzip-compressed (``.gz`` appended); compression is recognised from
-the content. Writing goes through the :class:`~jitterlab.trace.Trace` methods
+the content. Writing goes through the :class:`~jitterlab.traces.trace.Trace` methods
 (``to_csv``, ``to_parquet``, ``to_netcdf``, ``to_jitsim``, ``to_loggopsim``), which write
 atomically (a temporary file in the same directory, then :func:`os.replace`).
 
@@ -43,9 +43,9 @@ import os
 import re
 from pathlib import Path
 
-from ..trace import Trace
-from . import _common, ftq, fwq, native, sysjitter
-from ._common import NotATraceError, strip_gz
+from ..traces.trace import Trace
+from . import common as _common, ftq, fwq, native, sysjitter
+from .common import NotATraceError, strip_gz
 from .ftq import FTQMeasurement, read_ftq
 from .ftrace import LostEventsWarning, read_ftrace
 from .fwq import read_fwq
@@ -168,7 +168,7 @@ def read_trace(path, format: str | None = None, **options) -> Trace:
         The file format; by default recognised from the extension (``.csv``,
         ``.parquet``, ``.nc`` → jitterlab; ``.jitsim``, ``.tsv`` → jitsim; ``.trc`` →
         loggopsim; each optionally followed by ``.gz``; a ``.detour`` directory → the
-        chunks of a detour run, see :func:`jitterlab.bench.read_detour`), else from the
+        chunks of a detour run, see :func:`jitterlab.measure.read_detour`), else from the
         first lines (a sysjitter raw file ``PREFIX.<core>``, a file jitterlab wrote).
         FTQ and FWQ output are not traces: read them with :func:`read_ftq` and
         :func:`read_fwq` (``format="ftq"`` or ``"fwq"`` raises :class:`NotATraceError`
@@ -201,7 +201,7 @@ def read_trace(path, format: str | None = None, **options) -> Trace:
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> from jitterlab.trace import Trace
+    >>> from jitterlab.traces.trace import Trace
     >>> trace = Trace([10, 5], [50, 30], unit="cycles", frequency_hz=1e9)
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     path = trace.to_jitsim(pathlib.Path(tmp) / "fig2.jitsim")

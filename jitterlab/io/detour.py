@@ -1,6 +1,6 @@
 """The chunk directory of a detour run (``jitterlab measure detour``), read-only here.
 
-Writing happens chunk by chunk while measuring, in :mod:`jitterlab.bench.detour`.
+Writing happens chunk by chunk while measuring, in :mod:`jitterlab.measure.detour`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ __all__ = ["read"]
 
 
 def read(path):
-    """Read a finished or interrupted detour run; see :func:`jitterlab.bench.read_detour`."""
-    from ..bench import read_detour
+    """Read a finished or interrupted detour run; see :func:`jitterlab.measure.read_detour`."""
+    from ..measure import read_detour
 
     return read_detour(path)

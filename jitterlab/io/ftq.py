@@ -35,10 +35,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .._checks import check_positive
+from ..base.checks import check_positive
 from ..noise import Empirical
-from ..trace import Trace
-from . import _common
+from ..traces.trace import Trace
+from . import common as _common
 
 __all__ = ["read_ftq", "FTQMeasurement", "looks_like_ftq", "not_a_trace"]
 

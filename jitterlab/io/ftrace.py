@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._common import read_lines
+from .common import read_lines
 
 __all__ = ["read_ftrace", "LostEventsWarning", "EVENT_FIELDS", "parse_fields", "source_lines"]
 

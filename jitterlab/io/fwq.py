@@ -24,9 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .._checks import check_positive
+from ..base.checks import check_positive
 from ..noise import Empirical
-from . import _common
+from . import common as _common
 
 __all__ = ["read_fwq", "read_fwq_ticks", "not_a_trace"]
 

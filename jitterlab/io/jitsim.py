@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .._checks import check_positive
-from ..trace import UNITS, Trace
-from . import _common
+from ..base.checks import check_positive
+from ..traces.trace import UNITS, Trace
+from . import common as _common
 
 __all__ = ["read", "write"]
 

@@ -2,7 +2,7 @@
 
 Noise traces: ``<start ns><TAB><duration ns>`` per line (:func:`read`, :func:`write`).
 Timelines: the file LogGOPSim writes with ``-V`` (:func:`read_timeline`, an
-:class:`~jitterlab.events.EventTrace` with the noise LogGOPSim injected in each interval).
+:class:`~jitterlab.traces.events.EventTrace` with the noise LogGOPSim injected in each interval).
 
 LogGOPSim (Hoefler et al., SC10) replays noise recorded by netgauge's noise benchmark:
 ``#`` comment lines, then one event per line, its start on an absolute timeline and its
@@ -43,9 +43,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..events import EventTrace
-from ..trace import OVERLAP_RULES, OverlapError, Trace, absolute_to_rows, snap_to_integers
-from . import _common
+from ..traces.events import EventTrace
+from ..traces.trace import OVERLAP_RULES, OverlapError, Trace, absolute_to_rows, snap_to_integers
+from . import common as _common
 
 __all__ = ["read", "write", "read_timeline"]
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..trace import Trace, plain_metadata
-from . import _common
+from ..traces.trace import Trace, plain_metadata
+from . import common as _common
 
 __all__ = ["read", "write_csv", "write_parquet", "write_netcdf", "binary_kind"]
 
@@ -39,10 +39,10 @@ _NC_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.@+\-]*\Z")
 _INT64 = np.iinfo(np.int64)
 #: first line or netCDF attribute of other files jitterlab writes -> the reader to name
 _OTHER_FILES = {
-    "# jitterlab fwq samples": ("FWQ samples", "jitterlab.bench.read_fwq_samples"),
-    "jitterlab_fwq": ("FWQ samples", "jitterlab.bench.read_fwq_samples"),
-    "jitterlab.bench.fwq": ("FWQ samples", "jitterlab.bench.read_fwq_samples"),
-    "jitterlab.bench.pb": ("a Parallel Benchmark result", "jitterlab.bench.read_pb"),
+    "# jitterlab fwq samples": ("FWQ samples", "jitterlab.measure.read_fwq_samples"),
+    "jitterlab_fwq": ("FWQ samples", "jitterlab.measure.read_fwq_samples"),
+    "jitterlab.measure.fwq": ("FWQ samples", "jitterlab.measure.read_fwq_samples"),
+    "jitterlab.measure.pb": ("a Parallel Benchmark result", "jitterlab.measure.read_pb"),
 }
 PARQUET_MAGIC = b"PAR1"
 NETCDF3_MAGIC = b"CDF"

@@ -1,6 +1,6 @@
 """OTF2 traces (Score-P, TAU) as event traces, in and out, through the ``otf2`` package.
 
-:func:`read_otf2_events` turns an OTF2 archive into a :class:`~jitterlab.events.EventTrace`;
+:func:`read_otf2_events` turns an OTF2 archive into a :class:`~jitterlab.traces.events.EventTrace`;
 :func:`write_otf2_events` writes one with the same encoding, so that reading it back gives
 the trace again, to the timer resolution of 1 ns.
 
@@ -70,8 +70,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..events import KINDS, NOISE_PREFIX, EventTrace
-from ..trace import plain_metadata
+from ..traces.events import KINDS, NOISE_PREFIX, EventTrace
+from ..traces.trace import plain_metadata
 
 __all__ = ["read_otf2_events", "write_otf2_events", "TIMER_RESOLUTION"]
 
@@ -494,7 +494,7 @@ def read_otf2_events(path, *, metrics=None, latency: float | None = None) -> Eve
         truncated archive, no noise metric, a noise sample missing at an interval's start
         or end, unbalanced regions, a message without its match (MPI's matching rules),
         a region with two messages, a collective on part of the ranks, and every check of
-        :class:`~jitterlab.events.EventTrace`.
+        :class:`~jitterlab.traces.events.EventTrace`.
 
     Notes
     -----

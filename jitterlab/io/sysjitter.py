@@ -44,8 +44,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..trace import OVERLAP_RULES, UNITS, OverlapError, Trace, absolute_to_rows
-from . import _common
+from ..traces.trace import OVERLAP_RULES, UNITS, OverlapError, Trace, absolute_to_rows
+from . import common as _common
 
 __all__ = ["read", "read_summary", "read_buffer_layout", "page_first_rows", "SUMMARY_KEYS",
            "RECORD_BYTES", "looks_like_raw", "looks_like_summary"]

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .._checks import check_positive, check_probability, check_size  # noqa: F401
-from .._random import RngLike, as_generator
+from ..base.checks import check_positive, check_probability, check_size  # noqa: F401
+from ..base.rng import RngLike, as_generator
 
 __all__ = ["NoiseModel", "Shifted", "Sum", "Mixture"]
 

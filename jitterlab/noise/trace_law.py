@@ -92,7 +92,7 @@ def from_trace(trace, work: float) -> Piecewise:
     >>> round((noise + 50e-6).mean() * 1e6, 6)  # the phase time w + δ [µs]
     50.505
     """
-    from ..trace import Trace  # the trace module imports this one
+    from ..traces.trace import Trace  # the trace module imports this one
 
     if not isinstance(trace, Trace):
         raise TypeError(f"trace must be a jitterlab.Trace (see jl.Trace, jl.read_trace), "

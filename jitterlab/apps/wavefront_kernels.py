@@ -1,0 +1,464 @@
+"""numba kernel of the wavefront (pipelined sweep) application model.
+
+Arrays in, arrays out. Ranks form a px × py grid (rank = j·px + i). A *pass* is one
+block of one sweep on every rank: passes run in program order (iteration, sweep,
+block) and, inside a pass, ranks are visited from the sweep's origin corner outwards,
+so every upstream rank has sent before its downstream neighbour receives. Per block a
+rank receives from its upstream x neighbour, then from its upstream y neighbour,
+computes, sends downstream x, then downstream y; each step waits for the one before.
+
+Noise: ``mode`` 0 none, 1 a trace (packed as in :mod:`jitterlab.sim.replay_kernels`, each
+rank at its own offset; compute, send and receive CPU time all meet the trace's
+jitter), 2 a δ per rank and block added to the compute (``delta[pass, rank]``).
+The plain-Python twin is :func:`jitterlab.testing.wavefront_reference`.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ..sim.replay_kernels import _JITTER, _START, advance
+
+__all__ = ["run_passes", "new_state"]
+
+NO_NOISE, TRACE, DELTA = 0, 1, 2
+# state rows: rank clock, arrival from x upstream, arrival from y upstream, and for a
+# trace the next jitter start, the end of the last jitter met, the row hint
+_CLOCK, _ARRIVE_X, _ARRIVE_Y, _NEXT, _PREV_END, _HINT = range(6)
+_MARGIN = 1e-12  # relative: ops ending this close to a jitter take the exact path
+
+
+def new_state(n_ranks: int) -> np.ndarray:
+    """Kernel state of ``n_ranks`` ranks that all start at time 0."""
+    state = np.zeros((n_ranks, 8))  # one cache line per rank (rows a power of two
+    state[:, _NEXT] = -np.inf        # apart would collide in the cache)
+    return state
+
+
+@numba.njit(cache=True, inline="always")
+def _quick(t, cpu, previous_end, next_start):
+    """End of ``cpu`` started at t when no jitter can meet it, else −1 (scalars only:
+    the hot loop must not pass arrays through inlined calls, numba would count their
+    references at every call)."""
+    end = t + cpu
+    if t >= previous_end and end < next_start:
+        return end
+    return -1.0
+
+
+@numba.njit(cache=True)
+def _busy(state, rank, t, cpu, table, offsets):
+    """Time at which ``cpu`` of CPU time started at ``t`` is done on ``rank``'s trace."""
+    if cpu <= 0.0:
+        return t
+    end = _quick(t, cpu, state[rank, _PREV_END], state[rank, _NEXT])
+    if end >= 0.0:
+        return end  # no jitter starts before the op is done: the common case
+    hint = int(state[rank, _HINT])
+    x = offsets[rank] + t
+    finish, _, row = advance(table, x, cpu, hint, hint)
+    state[rank, _HINT] = row
+    period = table[table.shape[0] - 1, _START]
+    gap_start = table[row, _START] + table[row, _JITTER]
+    gap_end = table[row + 1, _START]
+    cycle = np.round((finish - gap_start - 0.5 * (gap_end - gap_start)) / period)
+    base = cycle * period - offsets[rank]
+    state[rank, _PREV_END] = base + gap_start
+    state[rank, _NEXT] = base + gap_end - _MARGIN * (abs(x) + period)
+    return finish - offsets[rank]
+
+
+@numba.njit(cache=True)
+def run_passes(state, first, count, px, py, corners, blocks, work, send, recv,
+               wire_x, wire_y, allreduce, mode, table, offsets, delta, iteration_end,
+               ops_out):
+    """Run passes ``first`` … ``first + count − 1`` (global pass numbers).
+
+    ``delta[k, rank]`` is the noise of pass ``first + k`` (mode 2). After the last pass
+    of an iteration every rank waits for the slowest, plus ``allreduce`` [s] if that is
+    >= 0 (a negative value: no synchronisation); ``iteration_end[it]`` receives the
+    end of iteration ``it``: the slowest rank's finish, plus the all-reduce. When
+    ``ops_out`` is not empty, ``ops_out[g, rank, step]`` receives the end of each step
+    of global pass g (receive x, receive y, compute, send x, send y; untouched where a
+    rank has no such step).
+    """
+    keep_ops = ops_out.shape[0] > 0
+    n_sweeps = corners.shape[0]
+    per_iteration = n_sweeps * blocks
+    for k in range(count):
+        g = first + k
+        sweep = (g // blocks) % n_sweeps
+        dx = corners[sweep, 0]
+        dy = corners[sweep, 1]
+        for jj in range(py):
+            j = jj if dy > 0 else py - 1 - jj
+            for ii in range(px):
+                i = ii if dx > 0 else px - 1 - ii
+                rank = j * px + i
+                t = state[rank, _CLOCK]
+                for step in range(5):  # receive x, receive y, compute, send x, send y
+                    if step == 0:
+                        if ii == 0:
+                            continue
+                        t = max(t, state[rank, _ARRIVE_X])
+                        cpu = recv
+                    elif step == 1:
+                        if jj == 0:
+                            continue
+                        t = max(t, state[rank, _ARRIVE_Y])
+                        cpu = recv
+                    elif step == 2:
+                        cpu = work
+                        if mode == 2:
+                            cpu += delta[k, rank]
+                    elif step == 3:
+                        if ii == px - 1:
+                            continue
+                        cpu = send
+                    else:
+                        if jj == py - 1:
+                            continue
+                        cpu = send
+                    if mode == 1 and cpu > 0.0:
+                        end = _quick(t, cpu, state[rank, _PREV_END], state[rank, _NEXT])
+                        t = end if end >= 0.0 else _busy(state, rank, t, cpu, table, offsets)
+                    else:
+                        t = t + cpu
+                    if keep_ops:
+                        ops_out[g, rank, step] = t
+                    if step == 3:
+                        state[rank + dx, _ARRIVE_X] = t + wire_x
+                    elif step == 4:
+                        state[rank + dy * px, _ARRIVE_Y] = t + wire_y
+                state[rank, _CLOCK] = t
+        if (g + 1) % per_iteration == 0:
+            end = state[:, _CLOCK].max()
+            if allreduce >= 0.0:
+                end += allreduce
+                state[:, _CLOCK] = end
+            iteration_end[(g + 1) // per_iteration - 1] = end
+    return state
+
+
+@numba.njit(cache=True)
+def pipeline_pieces(px, py, corners, blocks, iterations, work, send, recv, wire_x, wire_y,
+                    allreduce, slopes, finish, iteration_end, level_count, node_size=1,
+                    intra_wire_x=0.0, intra_wire_y=0.0):
+    """Noiseless finish of every rank, with the blocks summed in closed form.
+
+    Without noise a rank's block b ends at E_b = max(E_{b-1} + c, X_b + c,
+    Y_b + c − o_recv·[x upstream]) where c is the rank's cost per block and X_b, Y_b
+    the arrivals. Every arrival and finish is a maximum of lines α + b·σ whose slopes
+    σ are block costs (``slopes``, sorted); a rank keeps one offset per slope, and the
+    recurrence turns a line of slope σ into one of slope max(σ, c). So a sweep costs
+    O(ranks × slopes) whatever the number of blocks.
+
+    ``finish[rank]`` receives each rank's last finish; ``iteration_end[it]`` the
+    slowest rank's finish of iteration ``it``. ``level_count`` (if not empty) receives
+    how many blocks sit at each level of the block dependency graph (a block's level is
+    the number of blocks before it on the longest chain of dependencies ending at it),
+    so that no chain holds two blocks of one level.
+
+    Ranks ``node_size`` at a time share a node (rank // node_size); a message between
+    two ranks of one node spends ``intra_wire_x`` or ``intra_wire_y`` on the wire
+    instead of ``wire_x`` or ``wire_y``.
+    """
+    n_ranks = px * py
+    n_slopes = slopes.size
+    n_sweeps = corners.shape[0]
+    minus_inf = -np.inf
+    pieces = np.full((n_ranks, n_slopes), minus_inf)  # finish lines of the current sweep
+    start = np.zeros(n_ranks)                          # end of the previous sweep per rank
+    depth = np.zeros(n_ranks, dtype=np.int64)          # first free level after it
+    depth_pieces = np.zeros(n_ranks, dtype=np.int64)   # level of the sweep's first block
+    incoming = np.empty(n_slopes)
+    counting = level_count.size > 0
+    last_block = blocks - 1.0
+    for it in range(iterations):
+        for sweep in range(n_sweeps):
+            dx = corners[sweep, 0]
+            dy = corners[sweep, 1]
+            for jj in range(py):
+                j = jj if dy > 0 else py - 1 - jj
+                for ii in range(px):
+                    i = ii if dx > 0 else px - 1 - ii
+                    rank = j * px + i
+                    ux, uy = ii > 0, jj > 0
+                    vx, vy = ii < px - 1, jj < py - 1
+                    cost = work + (ux + uy) * recv + (vx + vy) * send
+                    for k in range(n_slopes):
+                        incoming[k] = minus_inf
+                    first_depth = depth[rank]
+                    if ux:  # x arrival: upstream finish − its y send + wire, then c
+                        up = rank - dx
+                        wire = intra_wire_x if up // node_size == rank // node_size else wire_x
+                        shift = wire - (jj < py - 1) * send + cost
+                        for k in range(n_slopes):
+                            incoming[k] = max(incoming[k], pieces[up, k] + shift)
+                        first_depth = max(first_depth, depth_pieces[up] + 1)
+                    if uy:
+                        up = rank - dy * px
+                        wire = intra_wire_y if up // node_size == rank // node_size else wire_y
+                        shift = wire + cost - ux * recv
+                        for k in range(n_slopes):
+                            incoming[k] = max(incoming[k], pieces[up, k] + shift)
+                        first_depth = max(first_depth, depth_pieces[up] + 1)
+                    own = 0
+                    while slopes[own] < cost:
+                        own += 1
+                    pieces[rank, own] = start[rank] + cost
+                    for k in range(n_slopes):
+                        if k < own:
+                            pieces[rank, own] = max(pieces[rank, own], incoming[k])
+                            pieces[rank, k] = minus_inf
+                        elif k > own:
+                            pieces[rank, k] = incoming[k]
+                        else:
+                            pieces[rank, own] = max(pieces[rank, own], incoming[k])
+                    depth_pieces[rank] = first_depth
+                    if counting:
+                        level_count[first_depth] += 1
+                        level_count[first_depth + blocks] -= 1
+            for rank in range(n_ranks):  # each rank's last block
+                end = minus_inf
+                for k in range(n_slopes):
+                    end = max(end, pieces[rank, k] + last_block * slopes[k])
+                start[rank] = end
+                depth[rank] = depth_pieces[rank] + blocks
+        end = start.max()
+        if allreduce >= 0.0:
+            end += allreduce
+            start[:] = end
+            deepest = depth.max()
+            depth[:] = deepest
+        iteration_end[it] = end
+    for rank in range(n_ranks):
+        finish[rank] = start[rank]
+    if counting:
+        for level in range(1, level_count.size):
+            level_count[level] += level_count[level - 1]
+
+
+# ---------------------------------------------------------------------------------------
+# progress="on_arrival": a discrete-event run in which each rank's CPU takes a message
+# as soon as it is free after the message arrives (LogGOPSim's rule), not when the
+# program reaches the receive. Events are ordered by time, then by creation (a retried
+# event keeps its place), as in LogGOPSim built with strict ordering.
+
+_OP, _MSG = 0, 1
+
+
+@numba.njit(cache=True, inline="always")
+def _heap_less(times, stamps, a, b):
+    return times[a] < times[b] or (times[a] == times[b] and stamps[a] < stamps[b])
+
+
+@numba.njit(cache=True)
+def _heap_push(heap, size, times, stamps, record):
+    heap[size] = record
+    child = size
+    while child > 0:
+        parent = (child - 1) // 2
+        if _heap_less(times, stamps, heap[child], heap[parent]):
+            heap[child], heap[parent] = heap[parent], heap[child]
+            child = parent
+        else:
+            break
+    return size + 1
+
+
+@numba.njit(cache=True)
+def _heap_pop(heap, size, times, stamps):
+    top = heap[0]
+    size -= 1
+    heap[0] = heap[size]
+    parent = 0
+    while True:
+        left = 2 * parent + 1
+        if left >= size:
+            break
+        child = left
+        if left + 1 < size and _heap_less(times, stamps, heap[left + 1], heap[left]):
+            child = left + 1
+        if _heap_less(times, stamps, heap[child], heap[parent]):
+            heap[child], heap[parent] = heap[parent], heap[child]
+            parent = child
+        else:
+            break
+    return top, size
+
+
+@numba.njit(cache=True)
+def _doubled(array):
+    bigger = np.zeros(2 * array.size, dtype=array.dtype)
+    bigger[:array.size] = array
+    return bigger
+
+
+@numba.njit(cache=True)
+def _grow(times, stamps, kinds, ranks, slots, heap):
+    """Twice the event records, the new half free (called when all are in use)."""
+    old = times.size
+    free = np.zeros(2 * old, dtype=np.int64)
+    free[:old] = np.arange(2 * old - 1, old - 1, -1)
+    return (_doubled(times), _doubled(stamps), _doubled(kinds), _doubled(ranks),
+            _doubled(slots), _doubled(heap), free, old)
+
+
+@numba.njit(cache=True, inline="always")
+def _step_exists(step, i, j, px, py, dx, dy):
+    if step == 0:
+        return 0 <= i - dx < px
+    if step == 1:
+        return 0 <= j - dy < py
+    if step == 2:
+        return True
+    if step == 3:
+        return 0 <= i + dx < px
+    return 0 <= j + dy < py
+
+
+@numba.njit(cache=True, inline="always")
+def _cpu(mode, state, rank, t, cpu, table, offsets, scale):
+    """End of ``cpu`` of CPU time started at t on the rank's trace [integer 1/scale s]."""
+    if mode == 1 and cpu > 0:
+        end = _busy(state, rank, t / scale, cpu / scale, table, offsets)
+        return max(np.int64(np.round(end * scale)), t + cpu)
+    return t + cpu
+
+
+@numba.njit(cache=True)
+def run_on_arrival(px, py, corners, blocks, iterations, work, send, recv, wire_x, wire_y,
+                   mode, table, offsets, scale, finish, iteration_end):
+    """All passes in event order (``progress="on_arrival"``), noiseless or on a trace.
+
+    Times and costs are integers, in units of 1/``scale`` s (the trace stays in
+    seconds; a finish on it is rounded to the unit), so that simultaneous events are
+    exactly simultaneous, as in LogGOPSim's integer nanoseconds. Fills
+    ``finish[rank]`` and ``iteration_end[it]`` [1/scale s].
+    """
+    n_ranks = px * py
+    n_sweeps = corners.shape[0]
+    per_iteration = n_sweeps * blocks
+    n_passes = iterations * per_iteration
+    capacity = 8 * n_ranks + 8  # one pending operation per rank, in-flight messages
+    heap = np.zeros(capacity, dtype=np.int64)
+    free = np.arange(capacity - 1, -1, -1)  # stack of unused event records
+    n_free = capacity
+    times = np.zeros(capacity, dtype=np.int64)
+    stamps = np.zeros(capacity, dtype=np.int64)
+    kinds = np.zeros(capacity, dtype=np.int64)
+    ranks = np.zeros(capacity, dtype=np.int64)
+    slots = np.zeros(capacity, dtype=np.int64)
+    cpu_free = np.zeros(n_ranks, dtype=np.int64)
+    pass_of = np.zeros(n_ranks, dtype=np.int64)
+    step_of = np.zeros(n_ranks, dtype=np.int64)
+    waiting = np.full(n_ranks, -1, dtype=np.int64)     # neighbour slot of a posted receive
+    arrived = np.zeros((n_ranks, 4), dtype=np.int64)   # messages the CPU has taken, by slot
+    consumed = np.zeros((n_ranks, 4), dtype=np.int64)  # of those, matched by a receive
+    pass_end = np.zeros(n_passes, dtype=np.int64)
+    state = np.zeros((n_ranks, 8))
+    state[:, _NEXT] = -np.inf
+    stamp = 0
+    size = 0
+    for rank in range(n_ranks):
+        i, j = rank % px, rank // px
+        step = 0
+        while not _step_exists(step, i, j, px, py, corners[0, 0], corners[0, 1]):
+            step += 1
+        step_of[rank] = step
+        n_free -= 1
+        record = free[n_free]
+        times[record], stamps[record], kinds[record], ranks[record] = 0, stamp, _OP, rank
+        stamp += 1
+        size = _heap_push(heap, size, times, stamps, record)
+    while size > 0:
+        record, size = _heap_pop(heap, size, times, stamps)
+        t, kind, rank, slot = times[record], kinds[record], ranks[record], slots[record]
+        g = pass_of[rank]
+        sweep = (g // blocks) % n_sweeps
+        dx, dy = corners[sweep, 0], corners[sweep, 1]
+        i, j = rank % px, rank // px
+        ready = False  # the rank's current operation completed
+        retry = False  # the CPU is busy: the event waits until it is free
+        if kind == _MSG:
+            if cpu_free[rank] <= t:
+                cpu_free[rank] = _cpu(mode, state, rank, t, recv, table, offsets, scale)
+                arrived[rank, slot] += 1
+                if waiting[rank] == slot:
+                    waiting[rank] = -1
+                    consumed[rank, slot] += 1
+                    ready = True
+            else:
+                retry = True
+        else:
+            step = step_of[rank]
+            if step <= 1:  # a receive, from the x upstream then the y upstream
+                wanted = (0 if dx > 0 else 1) if step == 0 else (2 if dy > 0 else 3)
+                if arrived[rank, wanted] > consumed[rank, wanted]:
+                    consumed[rank, wanted] += 1
+                    ready = True
+                else:
+                    waiting[rank] = wanted
+            elif cpu_free[rank] > t:
+                retry = True
+            elif step == 2:
+                cpu_free[rank] = _cpu(mode, state, rank, t, work, table, offsets, scale)
+                ready = True
+            else:
+                cpu_free[rank] = _cpu(mode, state, rank, t, send, table, offsets, scale)
+                if step == 3:
+                    target, target_slot, wire = rank + dx, (0 if dx > 0 else 1), wire_x
+                else:
+                    target, target_slot, wire = rank + dy * px, (2 if dy > 0 else 3), wire_y
+                if n_free == 0:  # more messages in flight than records: double them
+                    times, stamps, kinds, ranks, slots, heap, free, n_free = _grow(
+                        times, stamps, kinds, ranks, slots, heap)
+                n_free -= 1
+                message = free[n_free]
+                times[message], stamps[message] = cpu_free[rank] + wire, stamp
+                kinds[message], ranks[message], slots[message] = _MSG, target, target_slot
+                stamp += 1
+                size = _heap_push(heap, size, times, stamps, message)
+                ready = True
+        if retry:  # same record, same stamp: it keeps its place among equal times
+            times[record] = cpu_free[rank]
+            size = _heap_push(heap, size, times, stamps, record)
+            continue
+        free[n_free] = record
+        n_free += 1
+        if not ready:
+            continue
+        step = step_of[rank] + 1
+        while True:  # the rank's next operation in program order
+            if step == 5:
+                if cpu_free[rank] > pass_end[g]:
+                    pass_end[g] = cpu_free[rank]
+                g += 1
+                step = 0
+                if g == n_passes:
+                    break
+                sweep = (g // blocks) % n_sweeps
+                dx, dy = corners[sweep, 0], corners[sweep, 1]
+            if _step_exists(step, i, j, px, py, dx, dy):
+                break
+            step += 1
+        pass_of[rank], step_of[rank] = g, step
+        if g < n_passes:
+            if n_free == 0:
+                times, stamps, kinds, ranks, slots, heap, free, n_free = _grow(
+                    times, stamps, kinds, ranks, slots, heap)
+            n_free -= 1
+            record = free[n_free]
+            times[record], stamps[record], kinds[record], ranks[record] = (
+                cpu_free[rank], stamp, _OP, rank)
+            stamp += 1
+            size = _heap_push(heap, size, times, stamps, record)
+    for rank in range(n_ranks):
+        finish[rank] = cpu_free[rank]
+    for it in range(iterations):
+        end = 0
+        for g in range(it * per_iteration, (it + 1) * per_iteration):
+            end = max(end, pass_end[g])
+        iteration_end[it] = end

@@ -1,0 +1,860 @@
+"""Is a recording stationary? Detour rate and size per time window, tests and change points.
+
+A noise recording is summarised by one law (a rate of detours, a distribution of their
+lengths) only if that law did not change while it was recorded, and two recordings can be
+compared only if the machine did not change between them. :func:`stationarity` cuts a
+recording into equal time windows, reports the detour rate, noise fraction and detour-size
+quantiles of each window, tests whether the rate and the size distribution are the same in
+every window (p-values that allow for short-range dependence between detours), and locates
+change points by binary segmentation. :func:`check_recordings` runs it on every
+recording shipped in ``data/measured/`` (``python -m jitterlab.compare.stationarity``).
+
+The method (details in :func:`stationarity`, Notes): per window ``k`` a total ``X_k``
+(the number of detours, or the sum of the centred ranks of the detour sizes); the CUSUM
+statistic ``D = max_k |Σ_{j≤k}(X_j − X̄)| / (σ √K)`` [2]_; ``σ²``, the variance of one
+window's total, from the variation *inside* the windows (sub-windows, a Bartlett long-run
+variance [3]_), so that a change of level between windows does not inflate it; the p-value
+from the exact null law of ``D`` for Gaussian window totals (simulated). Binary
+segmentation [4]_ splits at the CUSUM maximum while the split is significant.
+
+References
+----------
+.. [1] R. Garg, P. De, "Impact of Noise on Scaling of Collectives: An Empirical
+   Evaluation", HiPC 2006 (seed 001), §4: noise distributions measured once and used for
+   every prediction, which presumes a stationary machine.
+.. [2] E. S. Page, "Continuous inspection schemes", Biometrika 41 (1954) 100–115: the
+   CUSUM statistic.
+.. [3] W. K. Newey, K. D. West, "A simple, positive semi-definite, heteroskedasticity and
+   autocorrelation consistent covariance matrix", Econometrica 55 (1987) 703–708.
+.. [4] A. J. Scott, M. Knott, "A cluster analysis method for grouping means in the
+   analysis of variance", Biometrics 30 (1974) 507–512: binary segmentation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import math
+import sys
+import warnings
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from scipy import stats
+
+from ..base.checks import check_integer, check_positive
+from ..traces.trace import Trace
+
+__all__ = ["stationarity", "cusum_p_value", "recording_series", "check_recordings",
+           "round_robin_test", "STATIONARITY_COLUMNS", "STATIONARITY_COMMAND",
+           "STATIONARITY_TABLE"]
+
+#: default number of windows when ``window`` is not given
+DEFAULT_WINDOWS = 20
+#: fewest windows a test is run on
+MIN_WINDOWS = 4
+#: quantile levels of the detour sizes reported per window
+SIZE_QUANTILES = (0.5, 0.9, 0.99)
+#: draws of the Gaussian random-walk bridge that give the CUSUM p-values (seeded)
+NULL_DRAWS = 50_000
+NULL_SEED = 20261125
+
+#: columns of :func:`check_recordings` (and of ``data/stationarity.csv``)
+STATIONARITY_COLUMNS = ("file", "kind", "series", "collected_at", "session", "duration_s",
+                        "windows",
+                        "window_s", "events", "event_rate_per_s", "rate_p_value",
+                        "size_p_value", "rate_independent_p_value",
+                        "size_independent_p_value", "rate_change_points_s",
+                        "size_change_points_s", "segment_rate_ratio", "verdict")
+
+#: the shipped table of :func:`check_recordings`, in ``DATA_DIR`` (derived from
+#: ``data/measured/``, which holds only what ``data/record_measurements.py`` records)
+STATIONARITY_TABLE = "stationarity.csv"
+#: the command that writes it
+STATIONARITY_COMMAND = "python -m jitterlab.compare.stationarity --output data/stationarity.csv"
+
+
+# --------------------------------------------------------------------------------------
+# statistics
+# --------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=64)
+def _bridge_maxima(steps: int) -> np.ndarray:
+    """Sorted draws of max_k |Σ_{j≤k}(Z_j − Z̄)| / √steps for iid standard normal Z."""
+    rng = np.random.default_rng([NULL_SEED, steps])
+    maxima = np.empty(NULL_DRAWS)
+    chunk = max(1, 2_000_000 // steps)
+    for first in range(0, NULL_DRAWS, chunk):
+        count = min(chunk, NULL_DRAWS - first)
+        z = rng.standard_normal((count, steps))
+        walk = np.cumsum(z - z.mean(axis=1, keepdims=True), axis=1)
+        maxima[first:first + count] = np.abs(walk).max(axis=1) / math.sqrt(steps)
+    maxima.sort()
+    return maxima
+
+
+@functools.lru_cache(maxsize=64)
+def _studentized_maxima(windows: int, subwindows: int, lags: int) -> np.ndarray:
+    """Sorted draws of the CUSUM statistic D with σ estimated as :func:`stationarity`
+    does, for iid standard normal sub-window totals (K = ``windows``, m = ``subwindows``):
+    the null law of D including the estimation error of σ."""
+    rng = np.random.default_rng([NULL_SEED, windows, subwindows, lags])
+    maxima = np.empty(NULL_DRAWS)
+    chunk = max(1, 4_000_000 // (windows * subwindows))
+    for first in range(0, NULL_DRAWS, chunk):
+        count = min(chunk, NULL_DRAWS - first)
+        z = rng.standard_normal((count, windows, subwindows))
+        totals = z.sum(axis=2)
+        residuals = (z - totals[:, :, None] / subwindows).reshape(count, -1)
+        variance = subwindows * _long_run_variance(residuals, windows, lags)
+        walk = np.cumsum(totals - totals.mean(axis=1, keepdims=True), axis=1)[:, :-1]
+        maxima[first:first + count] = np.abs(walk).max(axis=1) / np.sqrt(variance * windows)
+    maxima.sort()
+    return maxima
+
+
+def _upper_tail(maxima: np.ndarray, statistic: float) -> float:
+    exceed = maxima.size - np.searchsorted(maxima, statistic, side="left")
+    return float((exceed + 1) / (maxima.size + 1))
+
+
+def cusum_p_value(statistic: float, steps: int, subwindows: int | None = None,
+                  lags: int | None = None) -> float:
+    """P(D ≥ statistic) for the CUSUM statistic ``D`` of ``steps`` iid Gaussian totals.
+
+    With ``subwindows`` and ``lags``: σ estimated from the sub-windows as
+    :func:`stationarity` does (the estimation error of σ included); without: σ known.
+    Simulated (:data:`NULL_DRAWS` draws, fixed seed); the smallest p-value it can give is
+    ``1 / (NULL_DRAWS + 1)``.
+    """
+    if subwindows is None:
+        return _upper_tail(_bridge_maxima(int(steps)), statistic)
+    return _upper_tail(_studentized_maxima(int(steps), int(subwindows), int(lags)),
+                       statistic)
+
+
+def _bartlett_weights(lags: int) -> np.ndarray:
+    return 1.0 - np.arange(lags + 1) / (lags + 1)
+
+
+def _long_run_variance(residuals: np.ndarray, groups: int, lags: int):
+    """Bartlett long-run variance of one sub-window, from residuals (last axis) centred
+    inside each of ``groups`` equal blocks, corrected for that centring.
+
+    The estimator is the quadratic form ``rᵀWr / n`` (W: Bartlett weights up to ``lags``);
+    for iid sub-window values of variance s², the centring inside blocks makes its mean
+    ``s² tr(W M) / n`` (M: the centring projection), so it is divided by ``tr(W M) / n``.
+    """
+    n = residuals.shape[-1]
+    weights = _bartlett_weights(lags)
+    value = np.sum(residuals * residuals, axis=-1) / n
+    for lag in range(1, lags + 1):
+        value = value + 2 * weights[lag] * np.sum(residuals[..., lag:] * residuals[..., :-lag],
+                                                  axis=-1) / n
+    per_block = n // groups
+    # tr(W M) / n, M = I − block means: diagonal 1 − 1/b; lag l: −1/b for each of the
+    # (b − l) pairs per block, counted twice
+    within_pairs = groups * np.maximum(per_block - np.arange(1, lags + 1), 0)
+    correction = (1 - 1 / per_block) - 2 * np.sum(weights[1:] * within_pairs) / (
+        per_block * n)
+    if correction <= 0:
+        raise ValueError(f"too few sub-windows per window ({per_block}) for {lags} lags")
+    return np.maximum(value / correction, 0.0)
+
+
+def _cusum(totals: np.ndarray, variance: float) -> tuple[float, int, np.ndarray]:
+    """CUSUM path S_k / (σ √K) after windows 1..K−1, its maximum and the window after
+    which it is reached (the split: windows [0, k] and [k+1, K))."""
+    steps = totals.size
+    path = np.cumsum(totals - totals.mean())[:-1]
+    scale = math.sqrt(variance * steps) if variance > 0 else math.inf
+    standardized = path / scale if math.isfinite(scale) else np.zeros_like(path)
+    where = int(np.argmax(np.abs(standardized)))
+    return float(abs(standardized[where])), where, standardized
+
+
+def _segment(totals: np.ndarray, variance: float, level: float, max_points: int,
+             min_windows: int, overall_p_value: float) -> list[tuple[int, float]]:
+    """Binary segmentation: split a segment at its CUSUM maximum while the split's p-value
+    is below ``level`` (most significant split first); returns (split index, p). The
+    whole series' split carries the overall test's p-value, so there are change points
+    exactly when that test rejects; shorter segments use the null law with σ known."""
+    segments = [(0, totals.size)]
+    points: list[tuple[int, float]] = []
+    while len(points) < max_points:
+        best = None
+        for first, stop in segments:
+            if stop - first < 2 * min_windows:
+                continue
+            path = np.abs(np.cumsum(totals[first:stop] - totals[first:stop].mean()))
+            admissible = np.arange(min_windows, stop - first - min_windows + 1)
+            split = first + int(admissible[np.argmax(path[admissible - 1])])
+            statistic = float(path[split - first - 1] / math.sqrt(variance * (stop - first)))
+            if (first, stop) == (0, totals.size):
+                p_value = overall_p_value
+            else:
+                p_value = cusum_p_value(statistic, stop - first)
+            if best is None or p_value < best[2]:
+                best = (first, stop, p_value, split)
+        if best is None or best[2] >= level:
+            break
+        first, stop, p_value, split = best
+        segments.remove((first, stop))
+        segments += [(first, split), (split, stop)]
+        points.append((split, p_value))
+    return sorted(points)
+
+
+def _window_test(sub_totals: np.ndarray, residuals: np.ndarray, lags: int, level: float,
+                 max_points: int, min_windows: int) -> dict:
+    """CUSUM test and change points of window totals, from (K, m) sub-window totals and
+    their residuals inside each window."""
+    windows, per_window = sub_totals.shape
+    variance = per_window * float(_long_run_variance(residuals.ravel(), windows, lags))
+    totals = sub_totals.sum(axis=1)
+    statistic, _, path = _cusum(totals, variance)
+    p_value = cusum_p_value(statistic, windows, per_window, lags) if variance > 0 else (
+        1.0 if np.ptp(totals) == 0 else 0.0)
+    points = _segment(totals, variance, level, max_points, min_windows, p_value) \
+        if variance > 0 else []
+    return {"statistic": statistic, "p_value": p_value, "path": path,
+            "variance": variance, "points": points}
+
+
+# --------------------------------------------------------------------------------------
+# input: events (times, sizes) and size units
+# --------------------------------------------------------------------------------------
+def _as_float_array(name: str, values) -> np.ndarray:
+    try:
+        array = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be numbers, got {type(values).__name__}") from None
+    if array.size and not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} holds NaN or infinite values")
+    return array
+
+
+def _samples_input(data, times, variable):
+    """Values and time stamps [s] of measured times (1-D array, Empirical, DataArray or
+    Dataset with ``variable``); series (rank, sample) are placed back to back per rank."""
+    if isinstance(data, xr.Dataset):
+        if variable is None:
+            raise ValueError("a Dataset needs variable=, the name of its measured times "
+                             f"(variables: {sorted(data.data_vars)})")
+        if variable not in data:
+            raise ValueError(f"variable {variable!r} is not in the Dataset "
+                             f"(variables: {sorted(data.data_vars)})")
+        data = data[variable]
+    elif variable is not None and not isinstance(data, xr.DataArray):
+        raise ValueError("variable= applies to a Dataset only")
+    if hasattr(data, "sequence") and not isinstance(data, np.ndarray | xr.DataArray):
+        data = data.sequence
+    values = _as_float_array("data", data.values if isinstance(data, xr.DataArray) else data)
+    if values.ndim == 1:
+        values = values[None, :]
+    if values.ndim != 2:
+        raise ValueError(f"measured times must be 1-D (sample) or 2-D (series, sample), "
+                         f"got {values.ndim} dimensions")
+    if values.size == 0:
+        raise ValueError("data holds no samples")
+    if np.any(values < 0):
+        raise ValueError("measured times must be >= 0")
+    if times is None:
+        # back to back: each sample starts when the previous one ends
+        stamps = np.cumsum(values, axis=1) - values
+    else:
+        stamps = _as_float_array("times", times)
+        if stamps.ndim == 1:
+            stamps = stamps[None, :]
+        if stamps.shape != values.shape:
+            raise ValueError(f"times must have the shape of the samples {values.shape}, "
+                             f"got {stamps.shape}")
+    return values.ravel(), stamps.ravel()
+
+
+def _refuse(what: str, **arguments) -> None:
+    """ValueError naming the first of ``arguments`` that is set: it applies to measured
+    times only, not to ``what``."""
+    for name, value in arguments.items():
+        if value is not None:
+            raise ValueError(f"{name}= applies to measured times, not to {what}")
+
+
+def _detours(data, times, variable, duration, threshold, exceed_quantile):
+    """Detour start times, the sizes and their times [s], the recording's start and length
+    [s], and the threshold (None for detour input) of :func:`stationarity`'s input."""
+    if isinstance(data, Trace):
+        _refuse("a Trace", times=times, variable=variable, threshold=threshold)
+        if duration is not None:
+            raise ValueError("duration= applies to a table of detours or measured times; "
+                             "a Trace has its own duration")
+        seconds = data.to_seconds() if data.unit != "s" else data
+        event_times = np.asarray(seconds.starts, dtype=float)
+        sizes = np.asarray(seconds.jitter_seconds, dtype=float)
+        if event_times.size == 0:
+            raise ValueError("the recording holds no detours: nothing to test")
+        return event_times, sizes, event_times, 0.0, float(seconds.duration), None
+    if isinstance(data, pd.DataFrame):
+        _refuse("a table of detours", times=times, variable=variable, threshold=threshold)
+        missing = [c for c in ("start", "duration") if c not in data.columns]
+        if missing:
+            raise ValueError(f"a table of detours needs the columns 'start' and "
+                             f"'duration' [s]; it lacks {missing}")
+        event_times = _as_float_array("start", data["start"].to_numpy())
+        sizes = _as_float_array("duration", data["duration"].to_numpy())
+        if event_times.size == 0:
+            raise ValueError("the recording holds no detours: nothing to test")
+        if np.any(event_times < 0) or np.any(sizes < 0):
+            raise ValueError("detour starts and durations must be >= 0")
+        order = np.argsort(event_times, kind="stable")
+        event_times, sizes = event_times[order], sizes[order]
+        span = _duration(duration, float(np.max(event_times + sizes)),
+                         float(event_times[-1]))
+        return event_times, sizes, event_times, 0.0, span, None
+    if isinstance(data, str | bytes) or data is None:
+        raise TypeError(f"data must be a jitterlab Trace or measured times [s], got "
+                        f"{type(data).__name__}")
+    values, stamps = _samples_input(data, times, variable)
+    order = np.argsort(stamps, kind="stable")
+    values, stamps = values[order], stamps[order]
+    excess = values - values.min()
+    if threshold is None:
+        threshold = float(np.quantile(excess, exceed_quantile))
+    else:
+        threshold = check_positive("threshold", threshold, allow_zero=True)
+    event_times = stamps[excess > threshold]
+    if event_times.size == 0:
+        raise ValueError("the recording holds no detours: nothing to test")
+    start = float(stamps[0])
+    span = _duration(duration, float(np.max(stamps + values)) - start,
+                     float(stamps[-1]) - start)
+    return event_times, excess, stamps, start, span, threshold
+
+
+def _duration(duration, default: float, last: float) -> float:
+    """The recording's length: ``duration`` if given (checked against the ``last`` time
+    stamp), else ``default``; ValueError when it is not positive."""
+    if duration is not None:
+        duration = check_positive("duration", duration)
+        if duration < last:
+            raise ValueError(f"duration={duration!r} s ends before the last detour or "
+                             f"sample ({last!r} s)")
+        default = duration
+    if not default > 0:
+        raise ValueError("the recording has zero duration")
+    return default
+
+
+# --------------------------------------------------------------------------------------
+# the check
+# --------------------------------------------------------------------------------------
+def stationarity(data, window: float | None = None, *, windows: int | None = None,
+                 times=None, variable: str | None = None, duration: float | None = None,
+                 threshold: float | None = None,
+                 exceed_quantile: float = 0.9, subwindows: int = 10, alpha: float = 0.05,
+                 max_change_points: int = 5, min_segment: int = 2) -> xr.Dataset:
+    """Detour rate and size per time window, homogeneity tests and change points.
+
+    Parameters
+    ----------
+    data : Trace, array-like, jitterlab.noise.Empirical, xarray.DataArray or Dataset
+        A detour trace (:class:`jitterlab.Trace`: each event is a detour, its length the
+        size), a table of detours (pandas.DataFrame with columns ``start``, from the
+        recording's start, and ``duration``, e.g. the interruptions of
+        :func:`jitterlab.measure.read_bsp_interruptions`; several CPUs may overlap), or
+        measured times (FWQ quanta w + δ, iteration times θ; 1-D, or 2-D
+        ``(series, sample)`` such as ``(rank, sample)``), or a Dataset with ``variable``.
+        For measured times the size of a sample is its excess ``δ = t − min t`` and a
+        detour is a sample whose excess is above ``threshold``. [s]
+    window : float, optional
+        Window length. Default: the recording cut into ``windows`` windows. A remainder
+        shorter than a window at the end is left out. [s]
+    windows : int, optional
+        Number of windows when ``window`` is not given (default 20, at least 4). [-]
+    times : array-like, optional
+        Start time of each sample, same shape as the samples. Default: the samples were
+        taken back to back, each starting when the one before ended (per series). [s]
+    variable : str, optional
+        The variable of a Dataset holding the measured times.
+    duration : float, optional
+        Length of the recording, from its start (a table of detours: from 0; measured
+        times: from the first time stamp). Default: the end of the last detour or
+        sample. [s]
+    threshold : float, optional
+        Measured times only: the excess above which a sample counts as a detour.
+        Default: the pooled ``exceed_quantile`` of the excess. [s]
+    exceed_quantile : float, default 0.9
+        See ``threshold``. [-]
+    subwindows : int, default 10
+        Sub-windows per window, from which the variance of a window's total is estimated
+        (at least 4). [-]
+    alpha : float, default 0.05
+        Family-wise level of the verdict over the rate and size tests (Bonferroni: each
+        test, and each change-point split, at ``alpha / 2``). [-]
+    max_change_points : int, default 5
+        At most this many change points per series. [-]
+    min_segment : int, default 2
+        Fewest windows between two change points. [-]
+
+    Returns
+    -------
+    xarray.Dataset
+        Dimension ``window`` with coordinates ``window_start``, ``window_end`` [s] (from
+        the recording's start); per window ``events`` (detours) [-], ``event_rate``
+        [1/s], ``noise_fraction`` (sum of the sizes / window length) [1],
+        ``mean_size`` [s], ``size_quantile`` (dims ``window``, ``quantile``) [s],
+        ``mean_size_rank`` (mean of the sizes' pooled ranks scaled to (0, 1); 0.5 when
+        the sizes are like those of the whole recording) [1], ``samples`` (measured
+        times only) [-], and ``rate_cusum``, ``size_cusum`` (the standardized CUSUM path
+        after each window; |value| is the test statistic at its maximum) [1]. Every
+        variable's unit is in its ``attrs["units"]``. ``attrs``: ``rate_p_value``,
+        ``size_p_value`` (the tests below), ``rate_independent_p_value`` (Poisson
+        dispersion test of the counts; for measured times a chi-square test of the
+        detour fraction), ``size_independent_p_value`` (k-sample Anderson–Darling,
+        scipy's p-value, clipped to [0.001, 0.25]), ``rate_change_points``,
+        ``size_change_points`` (times from the start [s]) with their
+        ``*_change_point_p_values``, ``verdict`` ("stationary at 5 %" or "not stationary
+        at 5 %"), ``stationary`` (1 or 0), ``alpha``, ``window`` [s], ``duration`` [s],
+        ``dropped`` (time left out at the end) [s], ``assumptions``.
+
+    Raises
+    ------
+    TypeError
+        If ``data`` is not a trace or numbers.
+    ValueError
+        If the recording holds no detours, fewer than 4 windows fit, a window has fewer
+        sub-windows than 4, or an argument is out of range (the message names it).
+
+    Notes
+    -----
+    *Stationary* here means: the detours form a stationary process over the recording —
+    the same rate and the same size distribution in every window — with dependence
+    shorter than a sub-window (``window / subwindows``). Both tests use the window totals
+    ``X_k`` (rate: the number of detours; size: ``Σ (u_i − ū)`` over the detours of the
+    window, ``u_i`` the pooled rank of detour ``i``'s size scaled to (0, 1), which has mean
+    0 in every window when the size law does not change, whatever the rate) and the CUSUM
+    statistic ``D = max_k |Σ_{j≤k}(X_j − X̄)| / (σ √K)``. ``σ²`` = ``m`` times the Bartlett
+    long-run variance (Newey & West 1987) of the sub-window totals centred on their
+    window's mean, with lags up to ``min(m // 2, ⌊4 (Km/100)^{2/9}⌋)``, corrected for the
+    centring — so a change of level between windows does not inflate ``σ`` and clustered
+    detours (bursts) do not pass for a change. The p-value is the exact law of ``D`` for
+    ``K`` iid Gaussian totals with ``σ`` estimated the same way, simulated
+    (:data:`NULL_DRAWS` draws); with tens of detours per window the totals are close to
+    Gaussian. Dependence longer than a window cannot be told from
+    drift by any test on one recording.
+
+    The ``*_independent_p_value`` tests assume independent detours (a Poisson process;
+    independent sizes): they are exact for such data, and reject stationary but bursty
+    noise. Change points: binary segmentation on the window totals with the same ``σ``;
+    a split at the CUSUM maximum of a segment (at least ``min_segment`` windows from its
+    ends) is kept while its p-value is below ``alpha / 2``, at most ``max_change_points``.
+    The first split carries the overall test's p-value, so a series has change points
+    exactly when its test rejects; a shorter segment's p-value takes ``σ`` as known (it
+    comes from the whole recording). The splits are not corrected for their number: read
+    the second and later change points as indications.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import jitterlab as jl
+    >>> rng = np.random.default_rng(1)
+    >>> starts = np.sort(rng.uniform(0, 100, 5000))
+    >>> trace = jl.Trace.from_absolute(starts, np.full(5000, 1e-6), 100.0, overlap="serialize")
+    >>> check = jl.characterize.stationarity(trace, windows=20)
+    >>> check.attrs["verdict"]
+    'stationary at 5 %'
+    """
+    subwindows = check_integer("subwindows", subwindows, minimum=4)
+    max_change_points = check_integer("max_change_points", max_change_points, minimum=0)
+    min_segment = check_integer("min_segment", min_segment, minimum=1)
+    alpha = check_positive("alpha", alpha)
+    if alpha >= 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    exceed_quantile = check_positive("exceed_quantile", exceed_quantile)
+    if exceed_quantile >= 1:
+        raise ValueError(f"exceed_quantile must be in (0, 1), got {exceed_quantile!r}")
+
+    event_times, sizes, size_times, start, span, threshold = _detours(
+        data, times, variable, duration, threshold, exceed_quantile)
+    samples_kind = threshold is not None
+
+    if window is None:
+        count = DEFAULT_WINDOWS if windows is None else check_integer("windows", windows,
+                                                                      minimum=MIN_WINDOWS)
+        window = span / count
+    else:
+        if windows is not None:
+            raise ValueError("give window= (a length [s]) or windows= (a number), not both")
+        window = check_positive("window", window)
+        count = int(math.floor(span / window * (1 + 1e-12)))
+    if count < MIN_WINDOWS:
+        raise ValueError(f"only {count} window(s) of {window:g} s fit in the recording of "
+                         f"{span:g} s; at least {MIN_WINDOWS} are needed: shorten window=")
+    edges = start + window * np.arange(count + 1)
+    sub_edges = start + (window / subwindows) * np.arange(count * subwindows + 1)
+    kept = event_times < edges[-1]
+    event_times = event_times[kept]
+    in_range = size_times < edges[-1]
+    size_times, sizes_kept = size_times[in_range], sizes[in_range]
+    if event_times.size == 0:
+        raise ValueError("no detour falls in the windows: nothing to test")
+
+    # --- rate: counts per sub-window ---------------------------------------------
+    sub_counts = np.histogram(event_times, bins=sub_edges)[0].reshape(count, subwindows)
+    counts = sub_counts.sum(axis=1)
+    rate_residuals = sub_counts - counts[:, None] / subwindows
+    lags = min(subwindows // 2, int(4 * (count * subwindows / 100) ** (2 / 9)))
+    lags = max(lags, 1)
+    rate = _window_test(sub_counts.astype(float), rate_residuals, lags, alpha / 2,
+                        max_change_points, min_segment)
+
+    # --- size: centred pooled ranks ------------------------------------------------
+    ranks = (stats.rankdata(sizes_kept) - 0.5) / sizes_kept.size
+    centred = ranks - ranks.mean()
+    sub_index = np.minimum(((size_times - start) / (window / subwindows)).astype(int),
+                           count * subwindows - 1)
+    sub_sums = np.bincount(sub_index, weights=centred, minlength=count * subwindows)
+    sub_n = np.bincount(sub_index, minlength=count * subwindows)
+    window_index = sub_index // subwindows
+    window_n = np.bincount(window_index, minlength=count)
+    window_sum = np.bincount(window_index, weights=centred, minlength=count)
+    window_mean = np.divide(window_sum, window_n, out=np.zeros(count), where=window_n > 0)
+    size_residuals = (sub_sums - sub_n * np.repeat(window_mean, subwindows)).reshape(
+        count, subwindows)
+    size = _window_test(sub_sums.reshape(count, subwindows), size_residuals, lags,
+                        alpha / 2, max_change_points, min_segment)
+
+    # --- tests that assume independent detours -----------------------------------
+    if samples_kind:
+        samples_per_window = np.bincount(window_index, minlength=count)
+        table = np.vstack([counts, samples_per_window - counts])
+        rate_independent = float(stats.chi2_contingency(table, correction=False).pvalue) \
+            if np.all(table.sum(axis=1) > 0) else math.nan
+    else:
+        mean_count = counts.mean()
+        dispersion = float(np.sum((counts - mean_count) ** 2) / mean_count)
+        rate_independent = float(stats.chi2.sf(dispersion, count - 1))
+    groups = [g for k in range(count) if (g := sizes_kept[window_index == k]).size >= 2]
+    size_independent = math.nan
+    if len(groups) >= 2 and np.ptp(sizes_kept) > 0:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # p-value clipped to [0.001, 0.25]
+            size_independent = float(stats.anderson_ksamp(groups, variant="midrank").pvalue)
+
+    # --- per-window description --------------------------------------------------
+    sizes_by_window = [sizes_kept[window_index == k] for k in range(count)]
+    noise = np.array([g.sum() for g in sizes_by_window]) / window
+    quantiles = np.full((count, len(SIZE_QUANTILES)), math.nan)
+    mean_size = np.full(count, math.nan)
+    mean_rank = np.full(count, math.nan)
+    for k, group in enumerate(sizes_by_window):
+        if group.size:
+            quantiles[k] = np.quantile(group, SIZE_QUANTILES)
+            mean_size[k] = group.mean()
+    mean_rank[window_n > 0] = 0.5 + window_mean[window_n > 0]
+
+    stationary = rate["p_value"] >= alpha / 2 and size["p_value"] >= alpha / 2
+    level = f"{100 * alpha:g} %"
+    coords = {"window": np.arange(count), "window_start": ("window", edges[:-1] - start),
+              "window_end": ("window", edges[1:] - start),
+              "quantile": np.asarray(SIZE_QUANTILES)}
+    variables = {
+        "events": ("window", counts, {"units": "1", "long_name": "detours in the window"}),
+        "event_rate": ("window", counts / window, {"units": "1/s"}),
+        "noise_fraction": ("window", noise, {"units": "1",
+                                             "long_name": "sum of sizes / window length"}),
+        "mean_size": ("window", mean_size, {"units": "s"}),
+        "size_quantile": (("window", "quantile"), quantiles, {"units": "s"}),
+        "mean_size_rank": ("window", mean_rank, {"units": "1"}),
+        "rate_cusum": ("window", np.append(rate["path"], 0.0), {"units": "1"}),
+        "size_cusum": ("window", np.append(size["path"], 0.0), {"units": "1"}),
+    }
+    if samples_kind:
+        variables["samples"] = ("window", window_n, {"units": "1"})
+    result = xr.Dataset({name: xr.Variable(dims, value, attrs)
+                         for name, (dims, value, attrs) in variables.items()}, coords=coords)
+    result["window_start"].attrs["units"] = "s"
+    result["window_end"].attrs["units"] = "s"
+    result["quantile"].attrs["units"] = "1"
+
+    def times_of(points):
+        return [float(edges[index] - start) for index, _ in points]
+
+    result.attrs = {
+        "verdict": f"stationary at {level}" if stationary else f"not stationary at {level}",
+        "stationary": int(stationary),
+        "rate_p_value": rate["p_value"], "size_p_value": size["p_value"],
+        "rate_statistic": rate["statistic"], "size_statistic": size["statistic"],
+        "rate_independent_p_value": rate_independent,
+        "size_independent_p_value": size_independent,
+        "rate_change_points": times_of(rate["points"]),
+        "rate_change_point_p_values": [p for _, p in rate["points"]],
+        "size_change_points": times_of(size["points"]),
+        "size_change_point_p_values": [p for _, p in size["points"]],
+        "alpha": alpha, "window": float(window), "windows": count,
+        "subwindows": subwindows, "lags": lags, "duration": span,
+        "dropped": float(span - count * window),
+        "input": "measured times" if samples_kind else "detour trace",
+        "threshold": float(threshold) if samples_kind else math.nan,
+        "assumptions": ("stationary means the same detour rate and size law in every "
+                        "window; the tests allow dependence shorter than a sub-window "
+                        f"({window / subwindows:g} s); verdict: both CUSUM p-values >= "
+                        f"alpha/2 (Bonferroni); the independent_p_values assume "
+                        "independent detours"),
+    }
+    return result
+
+
+# --------------------------------------------------------------------------------------
+# the shipped recordings
+# --------------------------------------------------------------------------------------
+#: fewest detours per window the runner aims for (a window total close to Gaussian)
+EVENTS_PER_WINDOW = 25
+
+
+def _windows_for(events: int) -> int:
+    """Windows for a recording of ``events`` detours: :data:`DEFAULT_WINDOWS`, fewer when
+    that would leave fewer than :data:`EVENTS_PER_WINDOW` detours per window."""
+    return int(min(DEFAULT_WINDOWS, max(MIN_WINDOWS, events // EVENTS_PER_WINDOW)))
+
+
+def recording_series(file: str) -> tuple[object, dict, str]:
+    """The series of a shipped recording that :func:`check_recordings` tests.
+
+    Parameters
+    ----------
+    file : str
+        A file of ``data/measured/`` (an index entry of
+        :func:`jitterlab.datasets.list_measurements`).
+
+    Returns
+    -------
+    tuple
+        ``(data, keywords, series)``: the input of :func:`stationarity`, its keyword
+        arguments, and a sentence saying which series it is and what is assumed. Detour
+        traces: every detour. FWQ: the quanta w + δ, back to back. Parallel Benchmark:
+        the iteration times θ of every rank (the first ``max_samples`` of each), placed
+        back to back per rank (the random waits of Algorithm 1 are not in θ, so the time
+        axis omits them). Latency: the empty barriers of every rank, back to back. BSP:
+        the interruptions of both ranks, pooled, over the run's measured duration.
+        The ROSS PHOLD table is not a time series of detours: :func:`check_recordings`
+        tests it with a Friedman test instead.
+
+    Raises
+    ------
+    ValueError
+        If ``file`` is not a shipped recording, or is the ROSS PHOLD table.
+    """
+    from .. import datasets
+    from ..measure import read_bsp_interruptions, read_fwq_samples, read_pb
+    from ..measure.latency import read_latency
+    from ..io import read_trace
+
+    table = datasets.list_measurements()
+    if file not in table.index:
+        raise ValueError(f"{file!r} is not a shipped recording; shipped: "
+                         f"{', '.join(table.index)}")
+    kind = table.loc[file, "kind"]
+    path = datasets.measurement_path(file)
+    if kind == "detour":
+        trace = read_trace(path)
+        return trace, {"windows": _windows_for(trace.n_events)}, "detours (every one)"
+    if kind == "fwq":
+        samples = read_fwq_samples(path)
+        values = np.asarray(samples.sequence, dtype=float)
+        return values, {"windows": _windows_for(values.size // 10)}, (
+            "FWQ quanta w + δ, back to back; detour: excess over the minimum above its "
+            "pooled 90 % quantile")
+    if kind == "pb":
+        run = read_pb(path)
+        return run["iteration"], {"windows": _windows_for(run["iteration"].size // 10)}, (
+            "iteration times θ of every rank (first samples of each), back to back per "
+            "rank without the random waits; detour: excess above its pooled 90 % quantile")
+    if kind == "latency":
+        run = read_latency(path)
+        return run["barrier"], {"windows": _windows_for(run["barrier"].size // 10)}, (
+            "empty-barrier times of every rank, back to back per rank; detour: excess "
+            "above its pooled 90 % quantile")
+    if kind == "bsp":
+        events = read_bsp_interruptions(path)
+        return events[["start", "duration"]], {"windows": _windows_for(len(events))}, (
+            "interruptions of both ranks pooled (busy-loop steps, injected detours, "
+            "collective steps), from the clock's origin to the end of the last one")
+    raise ValueError(f"{file!r} ({kind}) is not a time series of detours or measured "
+                     "times; check_recordings tests it with a Friedman test")
+
+
+#: runs further apart than this belong to different sessions of the ROSS table [s]
+SESSION_GAP = 1800.0
+
+
+def round_robin_test(runs: pd.DataFrame) -> tuple[float, int, int]:
+    """Do the rounds of one round-robin session differ (drift across the session)?
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        One row per run, with columns ``config``, ``started_at`` and ``running_time_s``
+        [s] (as :func:`jitterlab.datasets.load_ross_phold`).
+
+    Returns
+    -------
+    tuple
+        ``(p_value, configurations, rounds)``. Blocks are the configurations, treatments
+        each configuration's 1st, 2nd, ... run in time order: a Friedman test for 3 or
+        more rounds, a Wilcoxon signed-rank test for 2, on the k rounds that give the
+        most runs with at least 3 configurations. ``(nan, 0, 0)`` when no configuration
+        set allows a test.
+    """
+    ordered = runs.sort_values("started_at")
+    ordered = ordered.assign(round=ordered.groupby("config").cumcount())
+    counts = ordered.groupby("config").size()
+    best = (math.nan, 0, 0)
+    for rounds in range(int(counts.max()), 1, -1):
+        configs = counts.index[counts >= rounds]
+        if len(configs) < 3:
+            continue
+        table = ordered[ordered["config"].isin(configs) & (ordered["round"] < rounds)]
+        table = table.pivot(index="config", columns="round", values="running_time_s")
+        columns = [table[c].to_numpy() for c in table.columns]
+        if rounds >= 3:
+            p_value = float(stats.friedmanchisquare(*columns).pvalue)
+        else:
+            p_value = float(stats.wilcoxon(columns[0], columns[1]).pvalue)
+        if len(configs) * rounds > best[1] * best[2]:
+            best = (p_value, len(configs), rounds)
+    return best
+
+
+def _ross_row(file: str) -> dict:
+    """The ROSS PHOLD table: sessions (runs less than :data:`SESSION_GAP` apart), in each a
+    test of its round-robin rounds (:func:`round_robin_test`); the verdict at 5 % over the
+    sessions (Bonferroni)."""
+    from .. import datasets
+
+    runs = datasets.load_ross_phold()
+    started = pd.to_datetime(runs["started_at"])
+    order = started.sort_values()
+    session = (order.diff().dt.total_seconds() > SESSION_GAP).cumsum()
+    runs = runs.assign(started_at=started, session=session.reindex(runs.index))
+    level = 0.05
+    p_values, parts = [], []
+    for _, group in runs.groupby("session"):
+        p_value, configs, rounds = round_robin_test(group)
+        parts.append(f"{group['started_at'].min():%Y-%m-%d %H:%M}–"
+                     f"{group['started_at'].max():%H:%M} UTC: {len(group)} runs, "
+                     + (f"{configs} configurations x {rounds} rounds, p = {p_value:.3g}"
+                        if configs else "no configuration repeated in 3 or more runs"))
+        if configs:
+            p_values.append(p_value)
+    p_value = min(1.0, min(p_values) * len(p_values)) if p_values else math.nan
+    span = float((started.max() - started.min()).total_seconds()
+                 + runs.loc[started.idxmax(), "wall_s"])
+    rounds = int(runs.groupby(["session", "config"]).size().max())
+    verdict = ("" if math.isnan(p_value) else f"stationary at {100 * level:g} %"
+               if p_value >= level else f"not stationary at {100 * level:g} %")
+    return {"file": file, "kind": "ross_phold",
+            "series": ("ROSS running time per configuration and round-robin round "
+                       "(Friedman, or Wilcoxon for 2 rounds; size_p_value: the smallest "
+                       "session's p times the number of sessions); no detours, so no rate "
+                       "test; sessions: " + "; ".join(parts)),
+            "duration_s": span, "windows": rounds, "window_s": math.nan,
+            "events": len(runs), "event_rate_per_s": math.nan, "rate_p_value": math.nan,
+            "size_p_value": p_value, "rate_independent_p_value": math.nan,
+            "size_independent_p_value": math.nan, "rate_change_points_s": "",
+            "size_change_points_s": "", "segment_rate_ratio": math.nan, "verdict": verdict}
+
+
+def _segment_rate_ratio(check: xr.Dataset) -> float:
+    """Largest over smallest mean rate of the segments between rate change points."""
+    edges = [0.0, *check.attrs["rate_change_points"],
+             float(check["window_end"].values[-1])]
+    starts = check["window_start"].values
+    rates = []
+    for low, high in zip(edges[:-1], edges[1:], strict=True):
+        inside = (starts >= low - 1e-12) & (starts < high - 1e-12)
+        rates.append(float(check["event_rate"].values[inside].mean()))
+    low = min(rates)
+    return max(rates) / low if low > 0 else math.inf
+
+
+def check_recordings(files=None) -> pd.DataFrame:
+    """Run :func:`stationarity` on shipped recordings, one row each.
+
+    Parameters
+    ----------
+    files : list of str, optional
+        Files of ``data/measured/``; default every one listed by
+        :func:`jitterlab.datasets.list_measurements`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`STATIONARITY_COLUMNS`: the file, its kind, the series tested
+        (:func:`recording_series`), when it was recorded (UTC), its ``session`` (1, 2, ...
+        in time order; recordings started less than :data:`SESSION_GAP` after the one
+        before share a session — back to back or interleaved, not hours apart), its
+        duration [s], the
+        number and length [s] of the windows, the detours in them, the mean detour rate
+        [1/s], the four p-values, the change points of the rate and of the sizes (times
+        from the start [s], separated by ``;``), the ratio of the largest to the smallest
+        segment rate between rate change points [1], and the verdict.
+    """
+    from .. import datasets
+
+    table = datasets.list_measurements()
+    files = list(table.index) if files is None else list(files)
+    started = pd.to_datetime(table["collected_at"]).sort_values()
+    sessions = (started.diff().dt.total_seconds() > SESSION_GAP).cumsum() + 1
+    rows = []
+    for file in files:
+        if file in table.index and table.loc[file, "kind"] == "ross_phold":
+            row = _ross_row(file)
+        else:
+            data, keywords, series = recording_series(file)
+            check = stationarity(data, **keywords)
+            row = {"file": file, "kind": table.loc[file, "kind"], "series": series,
+                   "duration_s": check.attrs["duration"], "windows": check.attrs["windows"],
+                   "window_s": check.attrs["window"], "events": int(check["events"].sum()),
+                   "event_rate_per_s": float(check["events"].sum())
+                   / (check.attrs["windows"] * check.attrs["window"]),
+                   "segment_rate_ratio": _segment_rate_ratio(check),
+                   "verdict": check.attrs["verdict"]}
+            for key in ("rate_p_value", "size_p_value", "rate_independent_p_value",
+                        "size_independent_p_value"):
+                row[key] = check.attrs[key]
+            for key in ("rate", "size"):
+                row[f"{key}_change_points_s"] = ";".join(
+                    f"{t:.4g}" for t in check.attrs[f"{key}_change_points"])
+        row["collected_at"] = table.loc[file, "collected_at"]
+        row["session"] = sessions[file]
+        rows.append(row)
+    return pd.DataFrame(rows, columns=list(STATIONARITY_COLUMNS))
+
+
+def main(argv=None) -> int:
+    """``python -m jitterlab.compare.stationarity [--output CSV] [FILE ...]``: the check of every
+    shipped recording (or of the files named), printed or written as CSV."""
+    parser = argparse.ArgumentParser(
+        prog="python -m jitterlab.compare.stationarity",
+        description="Stationarity check of the recordings shipped in data/measured/.")
+    parser.add_argument("files", nargs="*", help="files of data/measured/ (default: all)")
+    parser.add_argument("--output", "-o", help="write the table as CSV here")
+    args = parser.parse_args(argv)
+    report_recordings(args.files or None, args.output)
+    return 0
+
+
+def report_recordings(files=None, output=None) -> pd.DataFrame:
+    """:func:`check_recordings`, written as CSV to ``output`` or printed as a table."""
+    table = check_recordings(files)
+    if output:
+        table.to_csv(output, index=False, float_format="%.6g")
+    else:
+        with pd.option_context("display.width", 200, "display.max_columns", 20):
+            print(table.drop(columns=["series"]).to_string(index=False))
+    return table
+
+
+if __name__ == "__main__":
+    sys.exit(main())

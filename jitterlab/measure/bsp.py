@@ -1,0 +1,1078 @@
+"""A bulk-synchronous (BSP) run under MPI that writes its own event trace with local noise.
+
+Every MPI rank repeats, ``phases`` times::
+
+    compute: read the timestamp counter in a busy loop until `work` seconds of
+             undisturbed loop time are done; every step between two reads longer than
+             `threshold` is an interruption (local noise, as the detour benchmark
+             records it) and does not count as work, so interruptions lengthen the
+             interval; optionally, a seeded injector spins away `inject_duration` every
+             `inject_period` (recorded apart, as injected noise)
+    collective: MPI_Barrier, or MPI_Allreduce of one double; with `poll`, MPI_Ibarrier
+                or MPI_Iallreduce completed by a loop of MPI_Test that reads the counter
+                and records its steps longer than the wait threshold as noise
+
+and records, per rank and phase, when the compute interval started and ended, when the
+collective ended (the next compute starts at that same counter read) and the noise
+inside the compute interval (and, polled, inside the collective). :func:`read_bsp` turns
+the run into a :class:`jitterlab.EventTrace` (one ``compute`` and one ``collective``
+interval per phase, columns ``noise_combined`` = ``noise_injected`` + ``noise_other``),
+the input of :func:`jitterlab.compare.estimate.accumulated_noise`; :func:`read_bsp_interruptions`
+gives every interruption the ranks recorded (start, duration, kind), whose sums per
+interval are those noise columns. This is the benchmark of the
+validation of Nataraj et al. [1]_ (repeated phases of computation and a barrier, run
+without and with injected noise), on the machine at hand.
+
+The phases are one numba kernel that calls the MPI library's C functions directly
+(:mod:`jitterlab.measure._mpi`), as the Parallel Benchmark does. The run is cut into
+chunks of about ``chunk_seconds``; between chunks (outside the timed loop) the ranks
+gather their records to rank 0, which stores them as one file of a chunk store
+(``<output>.bsp/``), so a killed run keeps every completed chunk. Each chunk starts
+after an (untimed) barrier. See ``docs/measure.md`` (section "A BSP run with its event
+trace").
+
+All ranks must run on one host: their timestamps are reads of the one timestamp counter
+of that machine, converted to seconds with rank 0's calibration, so they share a clock.
+
+References
+----------
+.. [1] A. Nataraj, A. Morris, A. Malony, M. Sottile, P. Beckman, "The Ghost in the
+   Machine: Observing the Effects of Kernel Operation on Parallel Application
+   Performance", SC07 (seed 003): the BSP benchmark (phases of computation and
+   collective communication) run without and with injected noise to check the
+   accumulated-noise estimate.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+
+import numba
+import numpy as np
+import pandas as pd
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+from tqdm import tqdm
+
+from . import _chunks
+from ._machine import check_integer, check_seconds, pinned, utc_now
+from ._mpi import STATUS_WORDS, _check_handle, call_barrier, handle, mpi_functions
+from ._ncfile import has_source, read_run, write_dataset
+from ._ranks import (
+    check_status,
+    collectively,
+    finish_run,
+    rank_coordinates,
+    ranks_and_cpus,
+    run_metadata,
+)
+from ._tsc import calibrate_tsc, check_cycle_counter, read_tsc
+from .detour import THRESHOLD_MEDIAN_FACTOR, THRESHOLD_TMIN_FACTOR, _DeferredInterrupt, probe_loop
+
+__all__ = ["bsp_benchmark", "read_bsp", "read_bsp_interruptions", "write_bsp",
+           "store_path", "target_problem", "COLLECTIVES", "RECORDS", "INTERRUPTION_KINDS",
+           "SOURCE"]
+
+logger = logging.getLogger(__name__)
+
+SOURCE = "jitterlab.measure.bsp"
+KIND = "bsp"
+#: suffix of the chunk directory next to the output file
+STORE_SUFFIX = ".bsp"
+#: the collective after each compute phase, in the order of the kernel's codes
+COLLECTIVES = ("barrier", "allreduce")
+#: what the kernel records per rank and phase, in the order of its output rows
+RECORDS = ("compute_start", "compute_end", "collective_end", "injected", "other",
+           "injected_detours", "interruptions", "collective_noise",
+           "collective_interruptions")
+#: the records that count events (the others are counter cycles)
+_COUNTS = ("injected_detours", "interruptions", "collective_interruptions")
+_TIMES = RECORDS[:3]
+_LONG_NAMES = {
+    "compute_start": "counter read at which the compute interval starts",
+    "compute_end": "counter read at which the work is done and the collective starts",
+    "collective_end": "counter read after the collective returns (the next compute "
+                      "interval starts here)",
+    "injected": "time spent in injected detours inside the compute interval",
+    "other": "interruptions of the busy loop above the threshold inside the compute "
+             "interval, other than the injected detours",
+    "injected_detours": "number of injected detours inside the compute interval",
+    "interruptions": "number of interruptions above the threshold inside the compute "
+                     "interval (other than the injected detours)",
+    "collective_noise": "steps of the MPI_Test loop longer than the wait threshold inside "
+                        "the collective (polled collectives only; else 0)",
+    "collective_interruptions": "number of steps of the MPI_Test loop longer than the wait "
+                                "threshold (polled collectives only)",
+}
+#: kinds of the recorded interruptions, in the order of the kernel's codes: a long step
+#: of the busy loop in a compute interval, an injected detour, a long step of the
+#: MPI_Test loop of a polled collective
+INTERRUPTION_KINDS = ("other", "injected", "collective")
+#: what is stored of each interruption (the kernel's rows are the last four, with the
+#: phase counted from the start of its call)
+INTERRUPTION_FIELDS = ("rank", "phase", "start", "duration", "kind")
+#: room for interruption records per rank and call of the kernel: this many per phase,
+#: within [_EVENTS_MIN, _EVENTS_MAX]; a call runs at most as many phases as fill half of
+#: it at the most interruptions any rank met in one phase so far
+_EVENTS_PER_PHASE = 16
+_EVENTS_MIN = 1 << 16
+_EVENTS_MAX = 1 << 20
+#: loop phases run before measuring (compile, first touch, check the MPI calls)
+_WARMUP_PHASES = 3
+#: at most this many phases per chunk
+_CAPACITY_MAX = 1 << 18
+#: the busy loop must classify at most this fraction of its steps as interruptions in
+#: the warm-up; more means the threshold is too close to the loop time
+_MAX_INTERRUPTED_FRACTION = 0.01
+#: Dataset attributes stored as 0/1 in netCDF and read back as bool
+_BOOL_ATTRS = ("oversubscribed", "pinned", "complete", "interrupted", "tsc_invariant",
+               "injector", "poll")
+#: the MPI functions the kernel calls, in the order of its ``functions`` argument
+_MPI_FUNCTIONS = ("MPI_Barrier", "MPI_Allreduce", "MPI_Ibarrier", "MPI_Iallreduce", "MPI_Test")
+#: a polled collective counts MPI_Test loop steps longer than this as noise (at least) [s]
+_WAIT_THRESHOLD = 10e-6
+#: chunk-store metadata that become per-rank variables or coordinates, not attributes
+_PER_RANK = ("host", "node", "cpu", "frequency_hz", "tsc_calibration_spread",
+             "injector_phase", "mean_loop_time")
+_STORE_KEYS = ("format", "version", "kind", "unit")
+
+
+# --------------------------------------------------------------------------------------
+# MPI_Allreduce, MPI_Ibarrier, MPI_Iallreduce and MPI_Test from numba
+# --------------------------------------------------------------------------------------
+def _check_arrays(**arrays):
+    for name, array in arrays.items():
+        if not isinstance(array, types.Array) or array.layout != "C":
+            raise TypeError(f"{name} must be a C-contiguous array, got {array}")
+
+
+def _data(context, builder, array_type, array_value):
+    """The data pointer of an array, as ``i8*``."""
+    array = context.make_array(array_type)(context, builder, array_value)
+    return builder.bitcast(array.data, ir.IntType(8).as_pointer())
+
+
+def _reduce_call(context, builder, signature, args, with_request):
+    """``MPI_[I]allreduce(send, receive, send.size, datatype, op, comm[, request])``."""
+    int32 = ir.IntType(32)
+    byte_pointer = ir.IntType(8).as_pointer()
+    address, send, receive, datatype, op, comm = args[:6]
+    types_ = signature.args
+    arguments = [byte_pointer, byte_pointer, int32, ir.IntType(types_[3].bitwidth),
+                 ir.IntType(types_[4].bitwidth), ir.IntType(types_[5].bitwidth)]
+    count = builder.trunc(context.make_array(types_[1])(context, builder, send).nitems, int32)
+    values = [_data(context, builder, types_[1], send),
+              _data(context, builder, types_[2], receive), count, datatype, op, comm]
+    if with_request:
+        arguments.append(byte_pointer)
+        values.append(_data(context, builder, types_[6], args[6]))
+    function_type = ir.FunctionType(int32, arguments)
+    return builder.call(builder.inttoptr(address, function_type.as_pointer()), values)
+
+
+@intrinsic
+def call_allreduce(typingctx, function, send, receive, datatype, op, comm):
+    """``MPI_Allreduce(send, receive, send.size, datatype, op, comm)``; numba code only.
+
+    ``send`` and ``receive`` are distinct contiguous arrays of the same size (no
+    ``MPI_IN_PLACE``, whose value differs between MPI libraries). Returns the MPI error
+    code.
+    """
+    if not isinstance(function, types.Integer):
+        return None
+    _check_arrays(send=send, receive=receive)
+    for name, value in (("datatype", datatype), ("op", op), ("comm", comm)):
+        _check_handle(name, value)
+
+    def codegen(context, builder, signature, args):
+        return _reduce_call(context, builder, signature, args, False)
+
+    return types.int32(function, send, receive, datatype, op, comm), codegen
+
+
+@intrinsic
+def call_iallreduce(typingctx, function, send, receive, datatype, op, comm, request):
+    """``MPI_Iallreduce(send, receive, send.size, datatype, op, comm, request)``; numba
+    code only. ``request`` is an int64 array of one element: room for the request handle
+    of any MPI library (an int in MPICH, a pointer in Open MPI). Returns the error code.
+    """
+    if not isinstance(function, types.Integer):
+        return None
+    _check_arrays(send=send, receive=receive, request=request)
+    for name, value in (("datatype", datatype), ("op", op), ("comm", comm)):
+        _check_handle(name, value)
+
+    def codegen(context, builder, signature, args):
+        return _reduce_call(context, builder, signature, args, True)
+
+    return types.int32(function, send, receive, datatype, op, comm, request), codegen
+
+
+@intrinsic
+def call_ibarrier(typingctx, function, comm, request):
+    """``MPI_Ibarrier(comm, request)``; numba code only (``request`` as for
+    :func:`call_iallreduce`). Returns the MPI error code."""
+    if not isinstance(function, types.Integer):
+        return None
+    _check_handle("comm", comm)
+    _check_arrays(request=request)
+
+    def codegen(context, builder, signature, args):
+        address, comm_value, request_value = args
+        function_type = ir.FunctionType(ir.IntType(32), [ir.IntType(comm.bitwidth),
+                                                         ir.IntType(8).as_pointer()])
+        return builder.call(builder.inttoptr(address, function_type.as_pointer()),
+                            [comm_value, _data(context, builder, request, request_value)])
+
+    return types.int32(function, comm, request), codegen
+
+
+@intrinsic
+def call_test(typingctx, function, request, flag, status):
+    """``MPI_Test(request, flag, status)``; numba code only. ``flag`` is an int32 array of
+    one element (set to 1 once the operation has completed), ``status`` an int64 array of
+    :data:`jitterlab.measure._mpi.STATUS_WORDS` words. Returns the MPI error code."""
+    if not isinstance(function, types.Integer):
+        return None
+    _check_arrays(request=request, flag=flag, status=status)
+
+    def codegen(context, builder, signature, args):
+        address, request_value, flag_value, status_value = args
+        byte_pointer = ir.IntType(8).as_pointer()
+        function_type = ir.FunctionType(ir.IntType(32), [byte_pointer] * 3)
+        return builder.call(builder.inttoptr(address, function_type.as_pointer()),
+                            [_data(context, builder, request, request_value),
+                             _data(context, builder, flag, flag_value),
+                             _data(context, builder, status, status_value)])
+
+    return types.int32(function, request, flag, status), codegen
+
+
+# --------------------------------------------------------------------------------------
+# the timed loop
+# --------------------------------------------------------------------------------------
+@numba.njit(cache=True, inline="always")
+def _record(events, m, lost, phase, start, length, kind):
+    """Append one interruption to ``events`` (or count it as lost if it is full)."""
+    if m < events.shape[1]:
+        events[0, m] = phase
+        events[1, m] = start
+        events[2, m] = length
+        events[3, m] = kind
+        return m + 1, lost
+    return m, lost + 1
+
+
+@numba.njit(cache=True)
+def _bsp_loop(collective, poll, functions, comm, double, op, send, receive, request, flag,
+              mpi_status, work, threshold, wait_threshold, count, period, duration,
+              next_detour, out, events):
+    """Run ``count`` phases of compute + collective; no allocation, no Python.
+
+    ``work``, ``threshold``, ``wait_threshold``, ``period``, ``duration`` and
+    ``next_detour`` (the counter value at which the next injected detour is due) are in
+    counter cycles; ``period`` 0 injects nothing. ``collective`` 0 is the barrier, 1 the
+    allreduce (sum of one double); ``functions`` holds the addresses of ``MPI_Barrier``,
+    ``MPI_Allreduce``, ``MPI_Ibarrier``, ``MPI_Iallreduce`` and ``MPI_Test``. With
+    ``poll`` the collective is started non-blocking and completed by a loop of
+    ``MPI_Test`` that reads the counter: its steps longer than ``wait_threshold`` are the
+    collective's noise. ``out`` (len(RECORDS), capacity) receives the :data:`RECORDS` of
+    each phase, ``events`` (len(INTERRUPTION_FIELDS) - 1, events capacity) every
+    interruption: the phase (counted from 0 in this call), the counter read before the
+    long step (for a detour: the read at which it began), its length [cycles] and its kind
+    (:data:`INTERRUPTION_KINDS`: 0 a long step of the busy loop, 1 an injected detour, 2 a
+    long step of the ``MPI_Test`` loop). Records that do not fit are counted as lost (the
+    caller sizes ``count`` so that they fit; the call cannot end early on its own, as
+    every rank must run the same phases).
+
+    A detour begins at the first counter read at or after it falls due; one that has fallen
+    due while the previous one spun (or the rank was descheduled) follows right after it.
+
+    Returns ``(phases done, MPI error code, next_detour, detours dropped, loop steps,
+    interruptions recorded, interruptions lost)``: a detour falls due either inside a
+    compute interval (it is injected) or while the rank is in the collective or at the
+    read that ends the work (it is dropped).
+    """
+    n = 0
+    status = np.int32(0)
+    dropped = 0
+    steps = 0
+    m = 0
+    lost = 0
+    now = read_tsc()
+    while n < count:
+        start = now
+        if period > 0:
+            while next_detour < start:
+                next_detour += period
+                dropped += 1
+        done = 0
+        injected = 0
+        other = 0
+        n_injected = 0
+        n_other = 0
+        previous = start
+        while True:
+            now = read_tsc()
+            steps += 1
+            delta = now - previous
+            if delta > threshold:
+                other += delta
+                n_other += 1
+                m, lost = _record(events, m, lost, n, previous, delta, 0)
+            else:
+                done += delta
+            if done >= work:
+                break
+            if period > 0 and now >= next_detour:
+                begin = now
+                while now - begin < duration:
+                    now = read_tsc()
+                injected += now - begin
+                n_injected += 1
+                m, lost = _record(events, m, lost, n, begin, now - begin, 1)
+                next_detour += period
+            previous = now
+        end = now
+        waited = 0
+        n_waited = 0
+        if collective == 1:
+            send[0] = (end - start) * 1.0
+        if not poll:
+            if collective == 0:
+                status = call_barrier(functions[0], comm)
+            else:
+                status = call_allreduce(functions[1], send, receive, double, op, comm)
+            now = read_tsc()
+        else:
+            if collective == 0:
+                status = call_ibarrier(functions[2], comm, request)
+            else:
+                status = call_iallreduce(functions[3], send, receive, double, op, comm,
+                                         request)
+            previous = end
+            flag[0] = 0
+            while status == 0:
+                status = call_test(functions[4], request, flag, mpi_status)
+                now = read_tsc()
+                delta = now - previous
+                if delta > wait_threshold:
+                    waited += delta
+                    n_waited += 1
+                    m, lost = _record(events, m, lost, n, previous, delta, 2)
+                if flag[0] != 0:
+                    break
+                previous = now
+        if status != 0:
+            break
+        out[0, n] = start
+        out[1, n] = end
+        out[2, n] = now
+        out[3, n] = injected
+        out[4, n] = other
+        out[5, n] = n_injected
+        out[6, n] = n_other
+        out[7, n] = waited
+        out[8, n] = n_waited
+        n += 1
+    return n, status, next_detour, dropped, steps, m, lost
+
+
+# --------------------------------------------------------------------------------------
+# arguments and targets
+# --------------------------------------------------------------------------------------
+def _check_arguments(phases, work, output, collective, inject_period, inject_duration,
+                     inject_seed, threshold, poll, chunk_seconds) -> tuple:
+    phases = check_integer("phases", phases, 1)
+    work = check_seconds("work", work)
+    chunk_seconds = check_seconds("chunk_seconds", chunk_seconds)
+    if collective not in COLLECTIVES:
+        raise ValueError(f"collective must be one of {COLLECTIVES}, got {collective!r}")
+    if (inject_period is None) != (inject_duration is None):
+        raise ValueError("give both inject_period and inject_duration (or neither)")
+    if inject_period is not None:
+        inject_period = check_seconds("inject_period", inject_period)
+        inject_duration = check_seconds("inject_duration", inject_duration)
+        if inject_duration >= inject_period:
+            raise ValueError(f"inject_duration ({inject_duration!r} s) must be shorter than "
+                             f"inject_period ({inject_period!r} s)")
+    inject_seed = check_integer("inject_seed", inject_seed, 0)
+    if threshold is not None:
+        threshold = check_seconds("threshold", threshold)
+    if not isinstance(poll, bool | np.bool_):
+        raise ValueError(f"poll must be True or False, got {poll!r}")
+    output = Path(output)
+    if output.suffix.lower() != ".nc":
+        raise ValueError(f"{output.name}: the BSP benchmark writes netCDF; name the output "
+                         "FILE.nc")
+    return (phases, work, output, collective, inject_period, inject_duration, inject_seed,
+            threshold, bool(poll), chunk_seconds)
+
+
+def store_path(output) -> Path:
+    """The chunk directory of a run writing ``output``: ``<output>.bsp``."""
+    output = Path(output)
+    return output.with_name(output.name + STORE_SUFFIX)
+
+
+def target_problem(output, overwrite: bool = False) -> str | None:
+    """Why a run may not write ``output`` and its chunk directory, or None if it may."""
+    return _chunks.output_problem(output, store_path(output), KIND, "BSP benchmark",
+                                  overwrite)
+
+
+# --------------------------------------------------------------------------------------
+# the benchmark
+# --------------------------------------------------------------------------------------
+def bsp_benchmark(phases: int, work: float, output, collective: str = "barrier",
+                  inject_period: float | None = None, inject_duration: float | None = None,
+                  inject_seed: int = 0, threshold: float | None = None, poll: bool = False,
+                  chunk_seconds: float = 1.0, comm=None, *, pin: bool = True,
+                  overwrite: bool = False, keep_chunks: bool = False,
+                  progress: bool = True, command: str | None = None):
+    """A BSP run (compute + collective, phase after phase) that records its event trace.
+
+    A collective call: every rank of ``comm`` must call it with the same arguments (run
+    the script under ``mpiexec -n N``); all ranks must be on one host.
+
+    Parameters
+    ----------
+    phases : int
+        Number of phases (compute, then the collective). [-]
+    work : float
+        Undisturbed busy-loop time of one compute interval ``w``: the interval ends once
+        the loop steps not longer than ``threshold`` add up to it. [s]
+    output : path-like
+        The netCDF file (``.nc``) rank 0 writes at the end, atomically; while the run
+        goes on, the chunks are in ``<output>.bsp`` (removed after the file is written
+        unless ``keep_chunks``). :func:`read_bsp` reads either.
+    collective : {"barrier", "allreduce"}, default "barrier"
+        ``MPI_Barrier``, or ``MPI_Allreduce`` (sum) of one double (the rank's compute
+        time).
+    inject_period, inject_duration : float, optional
+        Noise injector (both or neither): on every rank, a busy detour of
+        ``inject_duration`` falls due every ``inject_period``, the first at a seeded
+        random phase after the start. A detour that falls due inside a compute interval
+        spins the CPU for ``inject_duration`` (wall time) without doing work; one that
+        falls due while the rank is in the collective is dropped (counted in
+        ``injector_dropped``). ``inject_duration < inject_period``. [s]
+    inject_seed : int, default 0
+        Rank ``r`` draws its injector phase, uniform in ``[0, inject_period)``, from
+        ``numpy.random.default_rng([inject_seed, r])``.
+    threshold : float, optional
+        A loop step longer than this is an interruption (local noise). Default, as the
+        detour benchmark: ``max(10·t_min, 4·median loop time)`` of a probe run on the
+        rank just before. [s]
+    poll : bool, default False
+        Start the collective non-blocking (``MPI_Ibarrier``, ``MPI_Iallreduce``) and
+        complete it with a loop of ``MPI_Test`` that reads the counter: the loop's steps
+        longer than the wait threshold (``max(threshold, 10 µs)``; an ``MPI_Test`` call
+        itself may take microseconds) are recorded as noise of the collective interval.
+        Without it (the default) the rank waits inside ``MPI_Barrier``/``MPI_Allreduce``,
+        where nothing can be observed, and collective intervals carry noise 0.
+    chunk_seconds : float, default 1.0
+        About how often the records are gathered to rank 0 and stored (a chunk holds
+        ``ceil(chunk_seconds / work)`` phases). [s]
+    comm : mpi4py.MPI.Comm, optional
+        Communicator (default ``MPI.COMM_WORLD``); the benchmark works on a duplicate.
+    pin : bool, default True
+        Pin each rank to one CPU, as the Parallel Benchmark does.
+    overwrite, keep_chunks, progress, command
+        As for :func:`jitterlab.measure.parallel_benchmark`.
+
+    Returns
+    -------
+    jitterlab.EventTrace or None
+        On rank 0 the event trace of :func:`read_bsp` (read back from ``output``); None
+        on the other ranks.
+
+    Raises
+    ------
+    ValueError
+        For bad arguments (the same on every rank), ranks on more than one host, or a
+        threshold that classifies more than 1 % of the loop steps as interruptions.
+    FileExistsError
+        If ``output`` or ``<output>.bsp`` holds an earlier run and ``overwrite`` is False.
+    jitterlab.measure.CycleCounterError
+        On a machine without an x86 timestamp counter.
+    ImportError
+        Without mpi4py.
+    KeyboardInterrupt
+        After SIGINT on any rank: the run stops after the chunk, stores it and raises on
+        every rank; ``<output>.bsp`` keeps the chunks and ``output`` is not written.
+
+    Notes
+    -----
+    By default noise is measured only inside compute intervals: inside a blocking
+    collective the rank is in the MPI library, where no busy loop can see an
+    interruption, so collective intervals carry noise 0 (noise that strikes there is
+    either absorbed in waiting or lengthens the collective, and the estimate cannot
+    remove it). With ``poll=True`` the wait is a loop of the benchmark's own, and its
+    long steps (a preemption, say) are recorded as the collective's ``noise_other``.
+    The injected detours are wall-time spins: an interruption during a spin is part of
+    the spin.
+
+    References
+    ----------
+    .. [1] A. Nataraj et al., "The Ghost in the Machine", SC07 (seed 003).
+
+    Examples
+    --------
+    Save as ``bsp.py`` and run ``mpiexec -n 2 python bsp.py``:
+
+    >>> import jitterlab as jl                                            # doctest: +SKIP
+    >>> events = jl.bench.bsp_benchmark(2000, 1e-3, "bsp.nc",             # doctest: +SKIP
+    ...                                 inject_period=10e-3, inject_duration=200e-6)
+    >>> if events is not None:                                            # doctest: +SKIP
+    ...     print(jl.estimate.accumulated_noise(events)["run_accumulated"])
+    """
+    requested = dict(phases=phases, work=work, collective=collective,
+                     inject_period=inject_period, inject_duration=inject_duration,
+                     inject_seed=inject_seed, threshold=threshold, poll=poll,
+                     chunk_seconds=chunk_seconds)
+    checked = _check_arguments(phases, work, output, collective, inject_period,
+                               inject_duration, inject_seed, threshold, poll, chunk_seconds)
+    output = checked[2]
+    if command is None:
+        command = "jitterlab.measure.bsp_benchmark(" + ", ".join(
+            f"{key}={value!r}" for key, value in requested.items()) + f", output={str(output)!r})"
+    try:
+        from mpi4py import MPI
+    except ImportError as exc:
+        raise ImportError("the BSP benchmark needs mpi4py and an MPI library: pip install "
+                          "'jitterlab[mpi]'") from exc
+    comm = (MPI.COMM_WORLD if comm is None else comm).Dup()
+    try:
+        return _run(comm, MPI, *checked, pin, overwrite, keep_chunks, progress, command)
+    finally:
+        comm.Free()
+
+
+def _set_up_rank(threshold, MPI) -> dict:
+    """Per-rank set-up: counter, its rate, the loop's resolution, the MPI functions."""
+    check_cycle_counter()
+    calibration = calibrate_tsc()
+    loop_times = probe_loop()
+    t_min = float(loop_times.min())
+    median = float(np.median(loop_times))
+    functions = mpi_functions(MPI, _MPI_FUNCTIONS)
+    return {"frequency_hz": calibration.frequency_hz,
+            "tsc_calibration_spread": calibration.relative_spread,
+            "tsc_invariant": calibration.invariant, "t_min": t_min, "median": median,
+            "functions": np.array(functions, dtype=np.int64)}
+
+
+def _run(comm, MPI, phases, work, output, collective, inject_period, inject_duration,
+         inject_seed, threshold, poll, chunk_seconds, pin, overwrite, keep_chunks, progress,
+         command):
+    rank, size = comm.Get_rank(), comm.Get_size()
+    root = rank == 0
+    store = store_path(output)
+    problem = target_problem(output, overwrite) if root else None
+    problem = comm.bcast(problem, root=0)
+    if problem is not None:
+        raise FileExistsError(problem)
+    placement = ranks_and_cpus(comm, pin)
+
+    def one_host():
+        if placement["n_nodes"] > 1:
+            raise ValueError(f"the ranks run on {placement['n_nodes']} hosts; the BSP "
+                             "benchmark times all ranks with one timestamp counter and needs "
+                             "them on one host")
+    collectively(comm, one_host)
+    if root and placement["oversubscribed"]:
+        logger.warning("more MPI ranks than CPUs on a host: the ranks share CPUs, so most "
+                       "of the noise they record is each other")
+    with _DeferredInterrupt() as interrupt, pinned(placement["this_cpu"]):
+        setup = collectively(comm, _set_up_rank, threshold, MPI)
+        # one clock: rank 0's calibration of the counter all ranks read
+        frequency = comm.bcast(setup["frequency_hz"], root=0)
+        if threshold is None:
+            threshold_cycles = math.ceil(max(THRESHOLD_TMIN_FACTOR * setup["t_min"],
+                                             THRESHOLD_MEDIAN_FACTOR * setup["median"]))
+        else:
+            threshold_cycles = round(threshold * frequency)
+        threshold_cycles = comm.allreduce(threshold_cycles, op=MPI.MAX)
+        work_cycles = round(work * frequency)
+        period = 0 if inject_period is None else round(inject_period * frequency)
+        duration = 0 if inject_duration is None else round(inject_duration * frequency)
+        # rounded up: the wait threshold is never below _WAIT_THRESHOLD
+        wait_threshold_cycles = max(threshold_cycles, math.ceil(_WAIT_THRESHOLD * frequency))
+        kernel_args = (COLLECTIVES.index(collective), poll, setup["functions"],
+                       handle(MPI, comm), handle(MPI, MPI.DOUBLE), handle(MPI, MPI.SUM),
+                       np.zeros(1), np.zeros(1), np.zeros(1, dtype=np.int64),
+                       np.zeros(1, dtype=np.int32), np.zeros(STATUS_WORDS, dtype=np.int64),
+                       np.int64(work_cycles), np.int64(threshold_cycles),
+                       np.int64(wait_threshold_cycles))
+        capacity = int(min(_CAPACITY_MAX, phases, max(1, math.ceil(chunk_seconds / work))))
+        out = np.full((len(RECORDS), capacity), -1, dtype=np.int64)
+        events_capacity = int(min(max(_EVENTS_PER_PHASE * capacity, _EVENTS_MIN),
+                                  _EVENTS_MAX))
+        events = np.full((len(INTERRUPTION_FIELDS) - 1, events_capacity), -1, dtype=np.int64)
+
+        # warm-up without injection: compiles (or loads) the kernel, checks the MPI calls
+        # on every rank and that the threshold lies above the loop's own step
+        def warm_up():
+            n, status, _, _, steps, _, _ = _bsp_loop(
+                *kernel_args, np.int64(_WARMUP_PHASES), np.int64(0), np.int64(0),
+                np.int64(0), out, events)
+            check_status(MPI, status)
+            interrupted = int(out[6, :n].sum())
+            if interrupted > _MAX_INTERRUPTED_FRACTION * steps:
+                raise ValueError(f"the threshold ({threshold_cycles / frequency:.3g} s) "
+                                 f"classified {interrupted} of {steps} loop steps as "
+                                 "interruptions: it is too close to the loop's own step; "
+                                 "give a larger threshold")
+            return (work_cycles * n) / max(steps - interrupted, 1) / frequency
+        mean_loop_time = collectively(comm, warm_up)
+        # the most interruptions of one phase: of the warm-up, plus every detour the
+        # injector can put into one compute interval; then the most of any phase so far
+        most = _most_per_phase(out, _WARMUP_PHASES) + (
+            math.ceil(work_cycles / (period - duration)) + 1 if period else 0)
+
+        rng = np.random.default_rng([inject_seed, rank])
+        injector_phase = float(rng.uniform(0.0, inject_period)) if period else 0.0
+        per_rank = comm.gather({"frequency_hz": setup["frequency_hz"],
+                                "tsc_calibration_spread": setup["tsc_calibration_spread"],
+                                "tsc_invariant": setup["tsc_invariant"],
+                                "injector_phase": injector_phase,
+                                "mean_loop_time": mean_loop_time}, root=0)
+        comm.Barrier()
+        origin = comm.bcast(int(_now()) if root else None, root=0)
+        next_detour = origin + round(injector_phase * frequency) if period else 0
+        metadata = None
+        if root:
+            metadata = {
+                **run_metadata(MPI, SOURCE, size, placement, per_rank, command),
+                "phases": phases, "work": work, "collective": collective,
+                "inject_period": inject_period, "inject_duration": inject_duration,
+                "inject_seed": inject_seed, "injector": bool(period),
+                "threshold": threshold_cycles / frequency,
+                "threshold_cycles": threshold_cycles, "chunk_seconds": chunk_seconds,
+                "poll": poll, "wait_threshold": wait_threshold_cycles / frequency
+                if poll else None,
+                "clock_frequency_hz": frequency, "origin_cycles": origin,
+                "clock": "rdtsc (llvm.readcyclecounter) of the one host, shared by all ranks; "
+                         "converted with rank 0's calibration (clock_frequency_hz)",
+            }
+        writer = collectively(comm, lambda: _chunks.ChunkWriter(
+            store, metadata, kind=KIND, overwrite=overwrite) if root else None)
+
+        bar = tqdm(total=phases, unit="phase", desc=f"bsp {size} ranks",
+                   disable=not (progress and root))
+        done = 0
+        chunks = 0
+        dropped = 0
+        records_lost = 0
+        interrupted = False
+        with bar:
+            while done < phases:
+                # every rank runs the same phases: the chunk is cut where the records
+                # fill half the buffer at the most interruptions per phase of any rank
+                most = comm.allreduce(most, op=MPI.MAX)
+                count = min(capacity, phases - done, max(1, events_capacity // (2 * most)))
+                comm.Barrier()  # every chunk starts together (untimed)
+                n, status, next_detour, skipped, _, recorded, lost = _bsp_loop(
+                    *kernel_args, np.int64(count), np.int64(period), np.int64(duration),
+                    np.int64(next_detour), out, events)
+                # ---- outside the timed loop from here on ----
+                check_status(MPI, status)
+                most = max(most, _most_per_phase(out, n))
+                dropped += skipped
+                records_lost += lost
+                _store_chunk(comm, writer, out, n, origin, done, dropped,
+                             events[:, :recorded], records_lost)
+                done += n
+                chunks += 1
+                bar.update(n)
+                interrupted = bool(comm.allreduce(int(interrupt.requested), op=MPI.MAX))
+                if interrupted:
+                    break
+        summary = {"phases_done": done, "chunks": chunks, "finished_at": utc_now()}
+        result = finish_run(comm, root, writer, summary, interrupted, store, output,
+                            _read_dataset, write_bsp, read_bsp, keep_chunks, overwrite)
+    if interrupted:
+        raise KeyboardInterrupt
+    return result
+
+
+def _most_per_phase(out, n) -> int:
+    """The most interruptions (of every kind) in one phase of the kernel's output (>= 1)."""
+    counts = sum(out[RECORDS.index(name), :n] for name in _COUNTS)
+    return max(1, int(np.max(counts))) if n else 1
+
+
+@numba.njit(cache=True)
+def _now():
+    return read_tsc()
+
+
+def _store_chunk(comm, writer, out, n, origin, first_phase, dropped, events, lost) -> None:
+    """Gather one chunk (times relative to ``origin``) to rank 0 and store it there.
+
+    ``events`` are the rank's interruption records of the chunk (phase from the chunk's
+    start, counter read, length, kind), ``dropped`` and ``lost`` its injected detours
+    dropped and interruption records lost so far.
+    """
+    root = comm.Get_rank() == 0
+    send = np.ascontiguousarray(out[:, :n])
+    send[: len(_TIMES)] -= origin
+    gathered = np.empty((comm.Get_size(), len(RECORDS), n), dtype=np.int64) if root else None
+    comm.Gather(send, gathered, root=0)
+    dropped_all = comm.gather(int(dropped), root=0)
+    mine = np.array(events, dtype=np.int64)  # a copy: the kernel reuses its buffer
+    mine[0] += first_phase
+    mine[1] -= origin
+    events_all = comm.gather(mine, root=0)
+    lost_all = comm.gather(int(lost), root=0)
+
+    def write():
+        if root:
+            ranks = np.concatenate([np.full(part.shape[1], rank, dtype=np.int64)
+                                    for rank, part in enumerate(events_all)])
+            joined = np.concatenate(events_all, axis=1)
+            interruptions = {f"interruption_{field}": values for field, values in
+                             zip(INTERRUPTION_FIELDS, (ranks, *joined), strict=True)}
+            writer.append(**{name: gathered[:, k, :] for k, name in enumerate(RECORDS)},
+                          first_phase=np.int64(first_phase),
+                          injector_dropped=np.asarray(dropped_all, dtype=np.int64),
+                          interruptions_lost=np.asarray(lost_all, dtype=np.int64),
+                          **interruptions)
+    collectively(comm, write)
+
+
+# --------------------------------------------------------------------------------------
+# files
+# --------------------------------------------------------------------------------------
+def _dataset_from_store(metadata: dict, chunks: list[dict], name: str):
+    import xarray as xr
+
+    if not chunks:
+        raise ValueError(f"{name}: no complete chunk: the run stopped before its first "
+                         "chunk was stored")
+    expected = 0
+    for chunk in chunks:
+        if int(chunk["first_phase"]) != expected:
+            raise ValueError(f"{name}: a chunk starts at phase {int(chunk['first_phase'])}, "
+                             f"expected {expected}")
+        expected += chunk["compute_start"].shape[1]
+    data_vars = {}
+    for record in RECORDS:
+        values = np.concatenate([np.asarray(chunk[record], dtype=np.int64) for chunk in chunks],
+                                axis=1)
+        unit = "1" if record in _COUNTS else "cycles"
+        if record in _COUNTS:
+            values = values.astype(np.int32)
+        data_vars[record] = (("rank", "phase"), values,
+                             {"units": unit, "long_name": _LONG_NAMES[record]})
+    data_vars["injector_dropped"] = (
+        "rank", np.asarray(chunks[-1]["injector_dropped"], dtype=np.int64),
+        {"units": "1", "long_name": "injected detours that fell due while the rank was in "
+         "the collective (or at the read that ended the work) and were dropped"})
+    per_rank = {
+        "frequency_hz": ("Hz", "the rank's own calibration of the counter"),
+        "tsc_calibration_spread": ("1", "relative spread of the rank's counter calibrations"),
+        "injector_phase": ("s", "time from the start to the rank's first injected detour "
+                           "falling due"),
+        "mean_loop_time": ("s", "mean undisturbed step of the busy loop (warm-up)"),
+    }
+    for key, (unit, long_name) in per_rank.items():
+        data_vars[key] = ("rank", np.asarray(metadata[key], dtype=np.float64),
+                          {"units": unit, "long_name": long_name})
+    n_phases = data_vars["compute_start"][1].shape[1]
+    data_vars.update(_interruptions_of_store(chunks, name))
+    coords = {**rank_coordinates(metadata),
+              "phase": ("phase", np.arange(n_phases), {"units": "1", "long_name": "phase"})}
+    attrs = {key: value for key, value in metadata.items()
+             if key not in _STORE_KEYS and key not in _PER_RANK and value is not None}
+    attrs.update(phases_done=n_phases, chunks=len(chunks),
+                 complete=bool(metadata.get("complete", False)),
+                 interrupted=bool(metadata.get("interrupted", False)))
+    if "interruptions_lost" in chunks[-1]:
+        attrs["interruptions_lost"] = np.asarray(chunks[-1]["interruptions_lost"],
+                                                 dtype=np.int64).tolist()
+    return xr.Dataset(data_vars, coords=coords, attrs=attrs)
+
+
+_INTERRUPTION_ATTRS = {
+    "rank": ("1", "rank that recorded the interruption"),
+    "phase": ("1", "phase in which it happened"),
+    "start": ("cycles", "counter read before the long step (of an injected detour: the "
+              "read at which it began), from the start of the run"),
+    "duration": ("cycles", "length of the interruption"),
+    "kind": ("1", "0 a long step of the busy loop in the compute interval (other), 1 an "
+             "injected detour, 2 a long step of the MPI_Test loop of a polled collective"),
+}
+
+
+def _interruption_variables(columns: dict) -> dict:
+    """Dataset variables (dim ``interruption``) of interruption records by field, sorted
+    by rank and start."""
+    order = np.lexsort((columns["start"], columns["rank"]))
+    return {f"interruption_{field}": (
+        "interruption",
+        np.asarray(columns[field], dtype=np.int8 if field == "kind" else np.int64)[order],
+        {"units": _INTERRUPTION_ATTRS[field][0], "long_name": _INTERRUPTION_ATTRS[field][1]})
+        for field in INTERRUPTION_FIELDS}
+
+
+def _interruptions_of_store(chunks: list[dict], name: str) -> dict:
+    """The interruption records of a chunk store (none for a store written before the
+    benchmark recorded them)."""
+    have = ["interruption_start" in chunk for chunk in chunks]
+    if not any(have):
+        return {}
+    if not all(have):
+        raise ValueError(f"{name}: chunk {have.index(False)} has no interruption records "
+                         "but others have")
+    return _interruption_variables({field: np.concatenate(
+        [np.asarray(chunk[f"interruption_{field}"], dtype=np.int64) for chunk in chunks])
+        for field in INTERRUPTION_FIELDS})
+
+
+def write_bsp(run, path, *, overwrite: bool = False) -> Path:
+    """Write a BSP run to netCDF, atomically (as the benchmark does); an existing file only
+    with ``overwrite=True``.
+
+    ``run`` is the recorded Dataset of a run, or an event trace returned by
+    :func:`read_bsp`, whose run is read again from the file or chunk directory it came
+    from (the file stores counter reads and per-interval counts, which the event trace
+    does not hold). Used to save an interrupted run read from its chunk directory.
+    """
+    from ..traces.events import EventTrace
+
+    if isinstance(run, EventTrace):
+        if run.attrs.get("source") != SOURCE or run.file is None:
+            raise ValueError("write_bsp writes the event trace of a BSP run read by read_bsp")
+        run = _read_dataset(run.file)
+    # one int64 variable for all records: an HDF5 variable costs several kB of its own,
+    # more than a record of a few thousand phases takes compressed
+    packed = run.drop_vars([*RECORDS, "phase"], errors="ignore").assign(records=(
+        ("record", "rank", "phase"),
+        np.stack([run[name].values.astype(np.int64) for name in RECORDS]),
+        {"units": "cycles (a count for injected_detours and interruptions)",
+         "long_name": "what the benchmark recorded per rank and phase, one record each"}))
+    packed = packed.assign_coords(record=("record", np.array(RECORDS),
+                                          {"long_name": "name of the record"}))
+    compressed = ["records"]
+    names = [f"interruption_{field}" for field in INTERRUPTION_FIELDS]
+    if names[0] in run:
+        # one int64 variable again; phase and start as differences from the record before
+        # (sorted by rank and start, they are small numbers that compress well)
+        matrix = np.stack([run[name].values.astype(np.int64) for name in names])
+        matrix[1:3] = np.diff(matrix[1:3], axis=1, prepend=0)
+        packed = packed.drop_vars(names).assign(interruption_records=(
+            ("interruption_field", "interruption"), matrix,
+            {"fields": " ".join(INTERRUPTION_FIELDS), "differences": "phase start",
+             "units": "cycles for start and duration, else 1",
+             "long_name": "every interruption the ranks recorded: rank, phase, start "
+                          "(counter cycles from the start of the run), duration [cycles], "
+                          "kind (0 other, 1 injected, 2 collective); phase and start "
+                          "stored as differences from the previous record"}))
+        compressed.append("interruption_records")
+    return write_dataset(packed, path, compressed=compressed, what="BSP benchmark run",
+                         overwrite=overwrite)
+
+
+def _read_dataset(path):
+    """The run as recorded: counter reads per rank and phase (dims rank, phase)."""
+    dataset = read_run(path, kind=KIND, source=SOURCE, what="BSP benchmark",
+                       bool_attrs=_BOOL_ATTRS, from_store=_dataset_from_store)
+    if "interruptions_lost" in dataset.attrs:
+        dataset.attrs["interruptions_lost"] = np.atleast_1d(
+            dataset.attrs["interruptions_lost"]).astype(np.int64).tolist()
+    if "records" not in dataset:
+        return dataset
+    if "interruption_records" in dataset:
+        dataset = _unpack_interruptions(dataset, Path(path).name)
+    names = [str(name) for name in dataset["record"].values]
+    if sorted(names) != sorted(RECORDS):
+        raise ValueError(f"{Path(path).name}: records {names}, expected {list(RECORDS)}")
+    records = dataset["records"].values
+    unpacked = {}
+    for name in RECORDS:
+        values = records[names.index(name)]
+        count = name in _COUNTS
+        unpacked[name] = (("rank", "phase"), values.astype(np.int32) if count else values,
+                          {"units": "1" if count else "cycles",
+                           "long_name": _LONG_NAMES[name]})
+    return dataset.drop_vars(["records", "record"]).assign(unpacked).assign_coords(
+        phase=("phase", np.arange(records.shape[2]), {"units": "1", "long_name": "phase"}))
+
+
+def _unpack_interruptions(dataset, name: str):
+    packed = dataset["interruption_records"]
+    if (packed.attrs.get("fields") != " ".join(INTERRUPTION_FIELDS)
+            or packed.attrs.get("differences") != "phase start"):
+        raise ValueError(f"{name}: interruption_records has fields "
+                         f"{packed.attrs.get('fields')!r}, expected "
+                         f"{' '.join(INTERRUPTION_FIELDS)!r} (phase and start as differences)")
+    matrix = packed.values.astype(np.int64)
+    matrix[1:3] = np.cumsum(matrix[1:3], axis=1)
+    variables = _interruption_variables(dict(zip(INTERRUPTION_FIELDS, matrix, strict=True)))
+    return dataset.drop_vars("interruption_records").assign(variables)
+
+
+def is_bsp_file(path) -> bool:
+    """True if ``path`` is a netCDF file written by the BSP benchmark."""
+    return has_source(path, SOURCE)
+
+
+def _events(dataset, path: Path):
+    """The event trace of a BSP Dataset: per rank and phase a compute and a collective."""
+    from ..traces.events import EventTrace
+
+    frequency = float(dataset.attrs["clock_frequency_hz"])
+    n_ranks, n_phases = dataset.sizes["rank"], dataset.sizes["phase"]
+    start = dataset["compute_start"].values
+    middle = dataset["compute_end"].values
+    end = dataset["collective_end"].values
+    injected = dataset["injected"].values
+    other = dataset["other"].values
+    waited = dataset["collective_noise"].values
+    # per rank: compute, collective, compute, ... (seq 2k and 2k + 1 for phase k)
+    shape = (n_ranks, 2 * n_phases)
+
+    def interleave(first, second):
+        values = np.empty(shape, dtype=np.result_type(first, second))
+        values[:, 0::2] = first
+        values[:, 1::2] = second
+        return values.ravel()
+
+    zero = np.zeros_like(start)
+    # a polled collective whose wait was one long step carries noise = its length in
+    # cycles; in seconds, the difference of the converted ends may round 1 ulp below it
+    waited_seconds = np.minimum(waited / frequency, end / frequency - middle / frequency)
+    kinds = np.tile(np.array([0, 3], dtype=np.int8), n_ranks * n_phases)
+    frame = pd.DataFrame({
+        "rank": np.repeat(np.arange(n_ranks, dtype=np.int64), 2 * n_phases),
+        "seq": np.tile(np.arange(2 * n_phases, dtype=np.int64), n_ranks),
+        "kind": pd.Categorical.from_codes(kinds, categories=("compute", "send", "recv",
+                                                              "collective")),
+        "start": interleave(start, middle) / frequency,
+        "end": interleave(middle, end) / frequency,
+        "peer": np.full(2 * n_ranks * n_phases, -1, dtype=np.int64),
+        "tag": np.tile(np.repeat(dataset["phase"].values.astype(np.int64), 2), n_ranks),
+        "noise_combined": interleave((injected + other) / frequency, waited_seconds),
+        "noise_injected": interleave(injected, zero) / frequency,
+        "noise_other": interleave(other / frequency, waited_seconds),
+    })
+    attrs = {key: value for key, value in dataset.attrs.items() if value is not None}
+    for key in ("host", "cpu", "frequency_hz", "injector_phase", "injector_dropped"):
+        if key in dataset.variables:
+            attrs[f"{key}_per_rank" if key in ("frequency_hz",) else key] = \
+                dataset[key].values.tolist()
+    attrs["injected_detours"] = dataset["injected_detours"].values.sum(axis=1).tolist()
+    attrs["interruptions"] = dataset["interruptions"].values.sum(axis=1).tolist()
+    attrs["measured_duration"] = float(_phase_time(dataset) / frequency)
+    return EventTrace(frame, latency=0.0, file=path, **attrs)
+
+
+def _phase_time(dataset) -> float:
+    """Time in phases [cycles]: per chunk, last collective end − first compute start over
+    all ranks, summed (the untimed gaps between chunks left out)."""
+    start = dataset["compute_start"].values
+    end = dataset["collective_end"].values
+    # a chunk starts where a compute interval does not begin at the previous collective end
+    new = np.ones(start.shape[1], dtype=bool)
+    new[1:] = np.any(start[:, 1:] != end[:, :-1], axis=0)
+    first = np.flatnonzero(new)
+    last = np.append(first[1:], start.shape[1]) - 1
+    return float(np.sum(end[:, last].max(axis=0) - start[:, first].min(axis=0)))
+
+
+def read_bsp(path):
+    """Read a BSP run as an event trace: its netCDF file or its chunk directory.
+
+    Parameters
+    ----------
+    path : path-like
+        The ``output`` file of :func:`bsp_benchmark` (``jitterlab measure bsp``), or its
+        chunk directory ``<output>.bsp`` — also of a killed or interrupted run, which
+        gives every completed chunk.
+
+    Returns
+    -------
+    jitterlab.EventTrace
+        Per rank and phase ``k`` a ``compute`` interval (``seq`` 2k) and a ``collective``
+        one (``seq`` 2k + 1, ``tag`` k); times in seconds from the start of the run (rank
+        0's counter read after the first barrier), one clock for all ranks. Noise
+        columns: ``noise_injected`` (the injected detours), ``noise_other`` (every other
+        interruption of the busy loop above the threshold) and their sum
+        ``noise_combined``; in collective intervals 0 (not measurable inside a blocking
+        collective), or with ``poll`` the long steps of the ``MPI_Test`` loop. ``attrs``:
+        the run's settings (``phases``, ``work``, ``collective``, ``inject_period``,
+        ``inject_duration``, ``inject_seed``, ``threshold``), the machine, the MPI
+        library, ``clock_frequency_hz``, per rank ``injected_detours``,
+        ``injector_dropped``, ``interruptions``, ``injector_phase``,
+        ``frequency_hz_per_rank``, ``interruptions_lost`` (interruption records that did
+        not fit the kernel's buffer; see :func:`read_bsp_interruptions`), and
+        ``measured_duration`` (time in phases, without the gaps between chunks) [s];
+        ``complete`` is False for a run that did not finish.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    ValueError
+        If ``path`` is neither, holds no complete chunk, or a chunk other than the last
+        is damaged.
+    """
+    path = Path(path)
+    return _events(_read_dataset(path), path)
+
+
+def read_bsp_interruptions(path) -> pd.DataFrame:
+    """Every interruption a BSP run recorded, one row each.
+
+    Parameters
+    ----------
+    path : path-like
+        As for :func:`read_bsp`: the run's netCDF file or its chunk directory.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Sorted by rank and start, with columns ``rank``; ``phase``; ``seq``, the interval
+        of :func:`read_bsp`'s event trace it lies in (2·phase for the compute interval,
+        2·phase + 1 for the collective); ``start``, the counter read before the long step
+        (of an injected detour, the read at which it began) on the clock of
+        :func:`read_bsp` [s]; ``duration`` [s]; ``kind``, categorical: ``"other"`` (a long
+        step of the busy loop), ``"injected"`` (a detour of the injector) or
+        ``"collective"`` (a long step of the ``MPI_Test`` loop of a polled collective).
+        Per interval, the durations of each kind add up to the event trace's
+        ``noise_other`` (compute), ``noise_injected`` and ``noise_other`` (collective)
+        — exactly, in counter cycles — unless records were lost: ``attrs`` holds
+        ``interruptions_lost`` per rank (records that did not fit the kernel's buffer;
+        normally 0), ``clock_frequency_hz`` and ``file``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    ValueError
+        If ``path`` is not a BSP run, or a run recorded before the benchmark kept each
+        interruption (its files hold only the sums per interval).
+    """
+    path = Path(path)
+    dataset = _read_dataset(path)
+    if "interruption_start" not in dataset:
+        raise ValueError(f"{path.name}: this BSP run holds only the noise per interval, not "
+                         "each interruption (recorded by an older jitterlab); run it again")
+    frequency = float(dataset.attrs["clock_frequency_hz"])
+    phase = dataset["interruption_phase"].values
+    kind = dataset["interruption_kind"].values
+    frame = pd.DataFrame({
+        "rank": dataset["interruption_rank"].values,
+        "phase": phase,
+        "seq": 2 * phase + (kind == INTERRUPTION_KINDS.index("collective")),
+        "start": dataset["interruption_start"].values / frequency,
+        "duration": dataset["interruption_duration"].values / frequency,
+        "kind": pd.Categorical.from_codes(kind, categories=INTERRUPTION_KINDS),
+    })
+    frame.attrs.update(interruptions_lost=list(dataset.attrs["interruptions_lost"]),
+                       clock_frequency_hz=frequency, file=str(path))
+    return frame

@@ -1,0 +1,475 @@
+"""Trace-driven simulation of bulk-synchronous phases (jitSim, De & Mann 2010, seed 000).
+
+N tasks replay one jitter trace from different start points: each compute phase
+uses the gaps between jitter events as compute time; then either every task waits
+for the slowest (jitSim §3.4) or a reduce and broadcast run on a tree whose
+messages are themselves hit by jitter (§3.6).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import xarray as xr
+
+from . import collective_kernels as _collkernels, event_output as _simevents, replay_kernels as _simkernels
+from ..base.checks import check_integer, check_positive
+from ..base.provenance import provenance_attrs
+from ..base.rng import RngLike, as_generator, seed_from
+from .replay_kernels import PARALLEL_MIN_TASKS
+from .collectives import _RoundCollective
+from ..base.limits import check_allow_large, check_memory
+from .message import Message
+from ..base.threads import kernel_threads
+from ..traces.trace import Trace
+
+__all__ = ["TreeBarrier", "simulate", "draw_offsets", "tree_levels"]
+
+_CHUNKS = 64  # fixed work split, so results never depend on the number of threads
+
+
+@dataclass(frozen=True)
+class TreeBarrier:
+    """A barrier as a reduce up and a broadcast down a complete tree.
+
+    Parameters
+    ----------
+    fanout : int
+        Children per task; tasks are numbered breadth-first. [-]
+    send, recv : float
+        CPU time of one send and of one receive, consumed on the task's trace. [s]
+    latency : float
+        Wire latency of one message between nodes, not subject to jitter (the one-hop
+        time τ of Theorem 1 is ``send + latency + recv``, see :attr:`tau`). [s]
+    cores_per_node : int, optional
+        Tasks per node: tasks i and j share a node when i // cores_per_node ==
+        j // cores_per_node.
+    intra_node_latency : float, optional
+        Wire latency of a message inside a node; default ``latency``. [s]
+    message : jitterlab.Message, optional
+        The message cost model (the same one :mod:`jitterlab.apps` uses), instead of
+        ``send``, ``recv``, ``latency`` and ``intra_node_latency``; its wire time
+        (latency, per-byte cost, rendezvous handshake) is the hop's latency.
+    """
+
+    fanout: int = 2
+    send: float = 0.0
+    recv: float = 0.0
+    latency: float = 0.0
+    cores_per_node: int | None = None
+    intra_node_latency: float | None = None
+    message: Message | None = None
+
+    def __post_init__(self):
+        fanout = check_integer("fanout", self.fanout, 2)
+        if fanout > 63:
+            raise ValueError(f"fanout must be at most 63, got {fanout}")
+        object.__setattr__(self, "fanout", fanout)
+        if self.message is None:
+            object.__setattr__(self, "message", Message(
+                send=self.send, recv=self.recv, latency=self.latency,
+                intra_node_latency=self.intra_node_latency))
+        elif not isinstance(self.message, Message):
+            raise TypeError(f"message must be a jl.Message, got {type(self.message).__name__}")
+        elif (self.send, self.recv, self.latency, self.intra_node_latency) != (0, 0, 0, None):
+            raise TypeError("give the message costs once: message=jl.Message(...) or "
+                            "send/recv/latency/intra_node_latency, not both")
+        message = self.message
+        # the fields read by the simulation: CPU costs and the hop's whole wire time
+        object.__setattr__(self, "send", message.send)
+        object.__setattr__(self, "recv", message.recv)
+        object.__setattr__(self, "latency", message.wire_time())
+        if message.intra_node_latency is not None:
+            object.__setattr__(self, "intra_node_latency",
+                               message.wire_time(intra_node=True))
+        if self.cores_per_node is not None:
+            object.__setattr__(self, "cores_per_node",
+                               check_integer("cores_per_node", self.cores_per_node, 1))
+
+    @property
+    def tau(self) -> float:
+        """Effective one-hop time τ of this barrier without jitter. [s]
+
+        τ = latency + (fanout + 1)/2 · (send + recv): a level of the reduce costs a
+        send, the wire latency and ``fanout`` receives, a level of the broadcast a
+        receive, the latency and ``fanout`` sends, so a barrier entered by every task at
+        once on a full tree of depth D takes exactly 2τ·D. This is the τ to give
+        :func:`jitterlab.theorem1_bounds` for this barrier (inter-node latency).
+        """
+        return self.latency + 0.5 * (self.fanout + 1) * (self.send + self.recv)
+
+    def noiseless_time(self, n: int) -> float:
+        """Time of the barrier entered by all n tasks at once, without noise: 2τ·D, with D
+        the depth of the complete tree (:func:`jitterlab.tree_depth`). [s]"""
+        from ..analytic.bounds import tree_depth
+
+        return 2.0 * self.tau * int(tree_depth(n, self.fanout))
+
+    def describe(self) -> str:
+        fields = {k: v for k, v in asdict(self).items() if k != "message" and v is not None}
+        inner = ", ".join(f"{k}={v}" for k, v in fields.items())
+        return f"TreeBarrier({inner})"
+
+    def noiseless_phases(self, n: int, work: float, phases: int):
+        """Phase times [s] of n tasks computing ``work`` and meeting no noise, and the
+        largest change of a task's phase time from the phase before to the last [s]
+        (0 with fewer than three phases)."""
+        intra = self.latency if self.intra_node_latency is None else self.intra_node_latency
+        with kernel_threads(n, PARALLEL_MIN_TASKS):
+            phase_end, change = _simkernels.noiseless_tree(
+                n, float(work), phases, int(self.fanout), float(self.send), float(self.recv),
+                float(self.latency), float(intra), int(self.cores_per_node or 0),
+                tree_levels(n, int(self.fanout)), np.zeros((0, 0)))
+        return np.diff(phase_end, prepend=0.0), change
+
+    def run(self, table, offsets, work, phases, detail, ops=False):
+        """Phase times, compute times, end times and operation ends of one run [s].
+
+        With ``ops`` the last is ``[phase, task, op]`` in the layout of
+        :func:`jitterlab.sim.replay_kernels.run_tree_barrier`, NaN where a task has no such
+        operation.
+        """
+        n_tasks = offsets.size
+        shape = (phases, n_tasks) if detail else (0, 0)
+        compute, end_times = np.zeros(shape), np.zeros(shape)
+        fanout = int(self.fanout)
+        op_ends = np.full((phases, n_tasks, 2 * fanout + 3) if ops else (0, 0, 0), np.nan)
+        intra = self.latency if self.intra_node_latency is None else self.intra_node_latency
+        with kernel_threads(n_tasks, PARALLEL_MIN_TASKS):
+            phase_end = _simkernels.run_tree_barrier(
+                table, offsets, work, phases, fanout, float(self.send), float(self.recv),
+                float(self.latency), float(intra), int(self.cores_per_node or 0),
+                tree_levels(n_tasks, fanout), compute, end_times, op_ends)
+        theta = np.diff(phase_end, prepend=0.0)
+        return (theta, (compute if detail else None), (end_times if detail else None),
+                (op_ends if ops else None))
+
+
+def tree_levels(n: int, fanout: int) -> np.ndarray:
+    """First task index of every level of a breadth-first complete tree, plus n."""
+    bounds, first, size = [0], 0, 1
+    while first + size < n:
+        first += size
+        size *= fanout
+        bounds.append(first)
+    bounds.append(n)
+    return np.array(bounds, dtype=np.int64)
+
+
+def _trace_table(trace):
+    """A trace's packed table (:func:`jitterlab.sim.replay_kernels.trace_table`) [s]."""
+    table = _simkernels.trace_table(np.ascontiguousarray(trace.jitter_seconds, dtype=float),
+                                    np.ascontiguousarray(trace.gap_seconds, dtype=float))
+    if not table[-1, _simkernels._COMPUTED] > 0:
+        raise ValueError("the trace has no gap time: no compute can ever finish")
+    return table
+
+
+def draw_offsets(trace, n: int, start="random", rng: RngLike = None) -> np.ndarray:
+    """Start times of ``n`` tasks in the trace [s] (see :func:`simulate`)."""
+    return _offsets(trace, _trace_table(trace), n, start, rng)
+
+
+def _offsets(trace, table, n, start, rng) -> np.ndarray:
+    """:func:`draw_offsets` for a trace whose table is at hand."""
+    starts = table[:, _simkernels._START]
+    jitter = table[:-1, _simkernels._JITTER]
+    period = starts[-1]
+    if isinstance(start, str):
+        gen = as_generator(rng)
+        if start == "random":
+            return gen.uniform(0.0, period, n)
+        if start == "random_row":  # jitSim: a random trace row, computing from its gap
+            rows = gen.integers(0, jitter.size, n)
+            return starts[rows] + jitter[rows]
+        if start == "synchronized":
+            return np.full(n, gen.uniform(0.0, period))
+        if start == "coscheduled":
+            window = trace.attrs.get("window")
+            if window is None or not float(window) > 0:
+                raise ValueError("start='coscheduled' needs the trace attribute 'window' "
+                                 "(the co-scheduler period [s])")
+            first = float(trace.attrs.get("window_offset", 0.0))
+            count = int(math.floor((period - first) / float(window)))
+            if count < 1:
+                raise ValueError(f"the trace ({period:g} s) holds no whole co-scheduler "
+                                 f"window of {float(window):g} s")
+            return first + float(window) * gen.integers(0, count, n)
+        raise ValueError(f"start must be 'random', 'random_row', 'synchronized', "
+                         f"'coscheduled' or start rows, got {start!r}")
+    rows = np.asarray(start)
+    if rows.ndim != 1 or rows.size != n or not np.issubdtype(rows.dtype, np.integer):
+        raise ValueError(f"start: explicit start rows must be {n} integers, one per "
+                         f"task, got {rows.size} values of type {rows.dtype}")
+    if rows.min() < 0 or rows.max() >= jitter.size:
+        raise ValueError(f"start: start rows must lie in [0, {jitter.size - 1}]")
+    # a task starting at row s begins computing at the start of gap s
+    return starts[rows] + jitter[rows]
+
+
+def _as_counts(n) -> np.ndarray:
+    """The numbers of tasks N as an int64 array (one N or a 1-D sequence)."""
+    if isinstance(n, str) or np.ndim(n) > 1 or (np.ndim(n) == 1 and len(n) == 0):
+        raise ValueError(f"n must be a positive integer or a 1-D sequence of them, got {n!r}")
+    values = [check_integer("n", value, 1) for value in np.atleast_1d(np.asarray(n, dtype=object))]
+    return np.array(values, dtype=np.int64)
+
+
+def _run(table, offsets, work, phases, barrier, detail, ops=False):
+    """Phase times, compute times, end times and operation ends of one configuration [s].
+
+    A barrier model runs itself (its ``run`` method, with the operation ends ``[phase,
+    task, op]`` when ``ops``); without one every task waits for the slowest.
+    """
+    if barrier is not None:
+        return barrier.run(table, offsets, work, phases, detail, ops)
+    n_tasks = offsets.size
+    shape = (phases, n_tasks) if detail else (0, 0)
+    order = np.argsort(offsets, kind="stable")
+    sorted_compute = np.zeros(shape)
+    with kernel_threads(n_tasks, PARALLEL_MIN_TASKS):
+        theta = _simkernels.run_without_barrier(table, offsets[order], work, phases, _CHUNKS,
+                                                sorted_compute)
+    if not detail:
+        return theta, None, None, None
+    compute = np.zeros(shape)
+    compute[:, order] = sorted_compute
+    end_times = np.repeat(np.cumsum(theta)[:, None], n_tasks, axis=1)
+    return theta, compute, end_times, None
+
+
+@functools.lru_cache(maxsize=256)
+def _noiseless_phase_mean(n, work, phases, barrier) -> float:
+    """Mean phase time of n tasks with a barrier model, without noise [s].
+
+    Without noise the run settles after a phase or two: once every task's phase takes
+    as long as in the phase before (to rounding), every later phase repeats it. So three
+    phases are run, and the rest only if they have not settled. The result depends on
+    nothing else, so it is kept for the next call with the same arguments (a sweep over
+    seeds, traces or start modes at one N); the barrier models are frozen dataclasses.
+    """
+    probe = min(phases, 3)
+    theta, change = barrier.noiseless_phases(n, work, probe)
+    if probe == phases:
+        return float(theta.mean())
+    rounding = 64 * np.finfo(float).eps * float(theta.sum())  # the latest end of a task
+    if not change <= rounding:
+        return float(barrier.noiseless_phases(n, work, phases)[0].mean())
+    return float((theta.sum() + (phases - probe) * theta[-1]) / phases)
+
+
+#: bytes per task of a run: start offsets, their order and sorted copy, the kernels' state
+_BYTES_PER_TASK = 64
+#: bytes per task and phase with detail=True: compute, end, previous end, wait and temporaries
+_BYTES_PER_TASK_PHASE = 48
+
+
+def _check_size(counts, phases, detail, events, barrier, allow_large) -> None:
+    """Refuse, before allocating, a run that needs more memory than allowed (O(1))."""
+    check_allow_large(allow_large)
+    n = max(counts.tolist())
+    estimate = float(n) * _BYTES_PER_TASK + 8.0 * phases * (counts.size + 1)
+    if detail or events:
+        estimate += float(n) * phases * _BYTES_PER_TASK_PHASE
+    if events:  # operation ends [phase, task, op], then the event table (about 5 columns)
+        if isinstance(barrier, TreeBarrier):
+            ops = 2 * barrier.fanout + 3
+        elif barrier is None:
+            ops = 1
+        else:
+            ops = 1 + 2 * math.ceil(math.log2(max(n, 2)))
+        estimate += float(n) * phases * ops * 8 * 6
+    if detail or events:
+        check_memory(estimate, lambda: f"jl.simulate with n={n}, phases={phases}, "
+                     f"detail={detail!r}", "a smaller n or fewer phases, or detail=False",
+                     allow_large)
+    else:
+        check_memory(estimate, lambda: f"jl.simulate with n={n}, phases={phases}",
+                     "a smaller n or fewer phases", allow_large)
+
+
+def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="random",
+             barrier: TreeBarrier | None = None, rng: RngLike = None,
+             detail: bool = False, *, n_tasks=None, allow_large: bool = False) -> xr.Dataset:
+    """Simulate N tasks that replay one jitter trace, phase after phase.
+
+    Parameters
+    ----------
+    trace : jitterlab.Trace
+        The jitter trace; it wraps around.
+    n : int or sequence of int
+        Numbers of tasks N; a sequence adds the dimension ``n`` (the tasks of a
+        smaller N are the first tasks of a larger one). [-]
+    work : float
+        Compute per task and phase w. [s]
+    phases : int
+        Number of compute phases. [-]
+    start : {"random", "random_row", "synchronized", "coscheduled"} or sequence of int
+        "random": each task at a uniformly random *time* of the trace (inside a jitter
+        it first waits out the remainder); "random_row": each task at a uniformly
+        random *row*, computing from the start of its gap, as jitSim does (every row
+        is equally likely however long its gap, and no task starts inside a jitter,
+        so on a short trace the two differ); "synchronized": all at one random time;
+        "coscheduled": at random starts of the co-scheduler's high-priority windows
+        (trace attribute ``window`` [s], optional ``window_offset`` [s]); or one trace
+        row per task (the task starts computing at the start of that row's gap).
+    barrier : TreeBarrier, Dissemination or RecursiveDoubling, optional
+        None: every task waits for the slowest after each phase, absorbing the jitter
+        it meets while waiting (jitSim §3.4). A :class:`TreeBarrier`: reduce and
+        broadcast whose sends and receives can be hit by jitter (§3.6). A
+        :class:`jitterlab.Dissemination` or :class:`jitterlab.RecursiveDoubling`: rounds
+        of send-then-receive with the same message costs and jitter rules; each task
+        starts its next phase when its own last round is done.
+    rng : int or numpy.random.Generator, optional
+        Seed of the start points; results do not depend on the number of threads.
+    detail : bool or "events"
+        True: also return ``compute_time`` and ``wait_time`` per phase and task (one N
+        only). "events": return instead the run's :class:`jitterlab.EventTrace` (one N
+        only): per task and phase a compute interval whose ``noise_combined`` is the
+        jitter it met, and a collective interval (tag = phase) to the end of the phase;
+        attrs ``makespan`` and ``noiseless_makespan`` [s] (see
+        :func:`jitterlab.compare.estimate.accumulated_noise`).
+    n_tasks : int or sequence of int, optional
+        Another name for ``n``, kept for code written against the first API.
+    allow_large : bool
+        Run even when the memory the run needs (estimated before anything is allocated:
+        about 64 B per task, 8 B per phase, and with ``detail`` 48 B per task and phase)
+        exceeds half of the memory available; without it such a call raises
+        :class:`jitterlab.base.limits.ResourceLimitError` naming the figure. The environment
+        variable ``JITTERLAB_ALLOW_LARGE=1`` does the same for every call.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``phase_time`` (dims ``n`` if several N, ``phase``) [s]; ``slowdown`` = mean
+        phase time / noiseless phase time − 1 [-]; ``coverage``, the fraction of the
+        trace each task traversed (elapsed time / trace length; above 1 the trace
+        wrapped) [-]; with ``detail``
+        also ``compute_time`` and ``wait_time`` (dims ``phase``, ``task``) [s].
+
+    References
+    ----------
+    .. [1] P. De, V. Mann, "jitSim: A Simulator for Predicting Scalability of Parallel
+       Applications in Presence of OS Jitter", Euro-Par 2010 workshops (seed 000).
+
+    Examples
+    --------
+    >>> import jitterlab as jl
+    >>> trace = jl.Trace(jitter=[1e-6], gap=[99e-6])
+    >>> ds = jl.simulate(trace, n=1000, work=50e-6, phases=4, rng=1)
+    >>> round(float(ds["slowdown"]), 3)  # someone always meets the detour: 1 µs / 50 µs
+    0.02
+    """
+    if not isinstance(trace, Trace):
+        raise TypeError(f"trace must be a jitterlab.Trace (see jl.Trace, jl.read_trace), "
+                        f"got {type(trace).__name__}")
+    if n_tasks is not None:
+        if n is not None:
+            raise TypeError("give the number of tasks once: n or its old name n_tasks")
+        n = n_tasks
+    if n is None:
+        raise TypeError("simulate() needs n, the number of tasks N")
+    if work is None:
+        raise TypeError("simulate() needs work, the compute per task and phase [s]")
+    table = _trace_table(trace)
+    counts = _as_counts(n)
+    work = check_positive("work", work)
+    phases = check_integer("phases", phases, 1)
+    if barrier is not None and not isinstance(barrier, TreeBarrier | _RoundCollective):
+        raise TypeError(f"barrier must be None, a jl.TreeBarrier, jl.Dissemination or "
+                        f"jl.RecursiveDoubling, got {type(barrier).__name__}")
+    events = isinstance(detail, str) and detail == "events"
+    if not events and not isinstance(detail, bool | np.bool_):
+        raise TypeError(f"detail must be True, False or 'events', got {detail!r}")
+    if (events or detail) and counts.size > 1:
+        raise ValueError(f"detail={detail!r} needs a single n")
+    _check_size(counts, phases, detail, events, barrier, allow_large)
+    if events:
+        detail = True
+        if (isinstance(barrier, TreeBarrier) and barrier.cores_per_node
+                and barrier.intra_node_latency not in (None, barrier.latency)):
+            raise ValueError("detail='events' needs one wire latency (an event trace has "
+                             "one): give the TreeBarrier no intra_node_latency")
+    seed = seed_from(rng) if isinstance(start, str) else None
+    offsets_all = _offsets(trace, table, int(counts.max()), start, seed)
+    period = float(table[-1, _simkernels._START])
+
+    phase_times, slowdowns, coverages = [], [], []
+    detail_vars = {}
+    with kernel_threads():  # the free CPUs counted once for all the N
+        for count in counts:
+            offsets = np.ascontiguousarray(offsets_all[:count])
+            theta, compute, end_times, op_ends = _run(table, offsets, work, phases, barrier,
+                                                      detail, ops=events and barrier is not None)
+            if barrier is None:  # without jitter every phase takes exactly w
+                reference = work
+            else:
+                reference = _noiseless_phase_mean(int(count), work, phases, barrier)
+            phase_times.append(theta)
+            slowdowns.append(theta.mean() / reference - 1.0)
+            coverages.append(theta.sum() / period)
+            if detail:
+                previous_end = np.vstack([np.zeros((1, count)), end_times[:-1]])
+                wait = (end_times - previous_end) - compute
+                detail_vars = {
+                    "compute_time": (("phase", "task"), compute,
+                                     {"units": "s", "long_name": "compute time incl. jitter"}),
+                    "wait_time": (("phase", "task"), wait,
+                                  {"units": "s", "long_name": "time at the barrier"})}
+
+    single = np.ndim(n) == 0
+    phase_coord = np.arange(phases)
+    if single:
+        data = {"phase_time": ("phase", phase_times[0], {"units": "s",
+                                                         "long_name": "phase time θ"}),
+                "slowdown": ((), slowdowns[0], {"units": "1",
+                                                "long_name": "mean θ / noiseless θ − 1"}),
+                "coverage": ((), coverages[0], {"units": "1",
+                                                "long_name": "fraction of the trace traversed"}),
+                **detail_vars}
+        coords = {"phase": phase_coord, "n": int(counts[0])}
+    else:
+        data = {"phase_time": (("n", "phase"), np.array(phase_times),
+                               {"units": "s", "long_name": "phase time θ"}),
+                "slowdown": ("n", np.array(slowdowns),
+                             {"units": "1", "long_name": "mean θ / noiseless θ − 1"}),
+                "coverage": ("n", np.array(coverages),
+                             {"units": "1", "long_name": "fraction of the trace traversed"})}
+        coords = {"phase": phase_coord, "n": ("n", counts, {"long_name": "number of tasks N"})}
+    attrs = {"method": "trace-driven simulation (jitSim)",
+             "work": work, "phases": phases,
+             "start": start if isinstance(start, str) else "explicit rows",
+             "barrier": barrier.describe() if barrier is not None else "wait for the slowest",
+             "trace_source": str(getattr(trace, "attrs", {}).get("source", "unknown")),
+             "trace_events": table.shape[0] - 1, "trace_duration": period}
+    if seed is not None:
+        attrs["seed"] = seed
+    if events:
+        return _event_trace(barrier, detail_vars["compute_time"][1], end_times, op_ends, work,
+                            {**attrs, "n": int(counts[0]), **provenance_attrs(),
+                             "source": "jl.simulate",
+                             "makespan": float(end_times[-1].max()),
+                             "noiseless_makespan": float(reference) * phases})
+    return xr.Dataset(data, coords=coords, attrs={**attrs, **provenance_attrs()})
+
+
+def _event_trace(barrier, compute, end_times, op_ends, work, attrs):
+    """The event trace of one simulated run (``detail="events"``), see
+    :mod:`jitterlab.sim.event_output`; attrs ``makespan`` and ``noiseless_makespan`` (the same
+    run on a trace without jitter) give the true cost of the noise.
+    """
+    if barrier is None:
+        return _simevents.barrier_free_events(compute, end_times, work, **attrs)
+    if isinstance(barrier, _RoundCollective):
+        message = barrier.message
+        n = compute.shape[1]
+        partners = np.array([[_collkernels.partner(barrier._kind, n, k, task)
+                              for task in range(n)] for k in range(barrier.rounds(n))],
+                            dtype=np.int64).reshape(-1, n, 2)
+        return _simevents.round_events(op_ends, work, partners, message.send, message.recv,
+                                       message.wire_time(), **attrs)
+    return _simevents.tree_events(op_ends, work, int(barrier.fanout), float(barrier.send),
+                                  float(barrier.recv), float(barrier.latency), **attrs)

@@ -1,0 +1,592 @@
+"""Event traces of parallel runs: per rank, intervals with the local noise inside each.
+
+An :class:`EventTrace` is the input of the timeline approximation of Nataraj et al.
+(seed 003, see :mod:`jitterlab.compare.estimate`). It wraps one tidy :class:`pandas.DataFrame`,
+one row per interval, sorted by rank and then by ``seq``:
+
+========== ======= =====================================================================
+column     type    meaning
+========== ======= =====================================================================
+rank       int     the process
+seq        int     the interval's place on its rank: 0, 1, 2, ...
+kind       str     "compute", "send", "recv" or "collective"
+start, end float   when the interval begins and ends [s]
+peer       int     the other rank of a send or recv; -1 otherwise
+tag        int     message tag; for a collective its instance number (the same on all ranks)
+any_order  bool    optional: a recv of a run that completes in any order (a wait-any loop)
+noise_<x>  float   local noise of source <x> inside the interval [s] (``noise_combined``,
+                   ``noise_tick``, ...)
+========== ======= =====================================================================
+
+A send from rank r to rank p with tag t is matched by exactly one recv on rank p with
+peer r and tag t. Every collective instance appears once on every rank (collectives span
+all ranks) and is barrier-like: no rank leaves it before the last rank has entered (a
+rooted one-way collective such as MPI_Bcast is recorded as its messages). ``latency`` is
+the least wire time of a message [s].
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..base.checks import check_positive, refuse_existing
+from .trace import plain_metadata
+
+__all__ = ["EventTrace", "KINDS", "read_events", "write_events"]
+
+#: the interval kinds, in the order of their integer codes
+KINDS = ("compute", "send", "recv", "collective")
+COMPUTE, SEND, RECV, COLLECTIVE = range(4)
+NOISE_PREFIX = "noise_"
+_BASE_COLUMNS = ("rank", "seq", "kind", "start", "end", "peer", "tag")
+_INT_COLUMNS = {"rank": np.int64, "seq": np.int64, "peer": np.int64, "tag": np.int64}
+#: rounding allowed when comparing noise with its interval, relative to the timestamps
+_ROUNDING = 8 * np.finfo(np.float64).eps
+FORMAT_VERSION = 1
+_PARQUET_KEY = b"jitterlab_events"
+_PARQUET_SUFFIXES = (".parquet", ".pq")
+_NETCDF_SUFFIXES = (".nc", ".nc4", ".netcdf")
+
+
+def _seconds(value) -> str:
+    return f"{float(value):.12g} s"
+
+
+class EventTrace:
+    """Intervals of a parallel run, per rank, with the local noise inside each.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        One row per interval with the columns of the module docstring (any row order;
+        it is sorted by rank and seq) and at least one ``noise_<source>`` column.
+    latency : float, optional
+        Least wire time of a message; a receive never completes earlier than its send
+        plus this. [s]
+    file : str or path, optional
+        The file the trace was read from, named in error messages.
+    **attrs
+        Metadata: ``source``, ``machine``, ... (``units`` is always "s").
+
+    Raises
+    ------
+    ValueError
+        For a malformed trace, naming the rank, the interval (``seq``) and the file:
+        unmatched or duplicated messages, intervals out of order, negative durations,
+        noise negative or longer than its interval, a collective instance missing on
+        some rank.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import jitterlab as jl
+    >>> rows = pd.DataFrame({"rank": [0, 0, 1], "seq": [0, 1, 0],
+    ...                      "kind": ["compute", "send", "recv"],
+    ...                      "start": [0.0, 2.0, 0.0], "end": [2.0, 2.0, 2.5],
+    ...                      "peer": [-1, 1, 0], "tag": [0, 7, 7],
+    ...                      "noise_combined": [1.0, 0.0, 0.0]})
+    >>> trace = jl.EventTrace(rows, source="example")
+    >>> trace.n_ranks, trace.sources
+    (2, ['combined'])
+    """
+
+    def __init__(self, data: pd.DataFrame, latency: float = 0.0, *, file=None, **attrs):
+        if not isinstance(data, pd.DataFrame):
+            raise TypeError(f"data must be a pandas DataFrame, got {type(data).__name__}")
+        self.file = None if file is None else str(file)
+        self.latency = check_positive("latency", latency, allow_zero=True)
+        self.attrs = {**attrs, "units": "s"}
+        self.data = self._normalise(data)
+        self._validate()
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def sources(self) -> list[str]:
+        """The noise sources, from the ``noise_<source>`` columns."""
+        return [c[len(NOISE_PREFIX):] for c in self.data.columns if c.startswith(NOISE_PREFIX)]
+
+    @property
+    def n_ranks(self) -> int:
+        return int(self.data["rank"].iat[-1]) + 1 if len(self.data) else 0
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __repr__(self) -> str:
+        return (f"EventTrace({len(self)} intervals, {self.n_ranks} ranks, sources "
+                f"{self.sources}, latency={self.latency:g} s)")
+
+    def noise(self, source: str) -> np.ndarray:
+        """Local noise of ``source`` per interval (``combined``: the column, or the sum
+        of all sources when there is no such column). [s]"""
+        column = NOISE_PREFIX + source
+        if column in self.data:
+            return self.data[column].to_numpy(dtype=np.float64)
+        if source == "combined":
+            total = np.zeros(len(self.data))
+            for name in self.sources:
+                total += self.data[NOISE_PREFIX + name].to_numpy(dtype=np.float64)
+            self._check_noise(total, "combined (sum of the sources)")
+            return total
+        raise ValueError(f"no noise source {source!r} in the trace; it has {self.sources}")
+
+    def any_order(self) -> np.ndarray:
+        """Per interval: a receive of a run that may complete in any order (all False
+        when the trace has no ``any_order`` column)."""
+        if "any_order" in self.data:
+            return self.data["any_order"].to_numpy(dtype=np.bool_)
+        return np.zeros(len(self.data), dtype=np.bool_)
+
+    def kind_codes(self) -> np.ndarray:
+        """``kind`` as int8 codes, in the order of :data:`KINDS`."""
+        return self.data["kind"].cat.codes.to_numpy().astype(np.int8)
+
+    def rank_offsets(self) -> np.ndarray:
+        """Row where each rank starts, plus the number of rows (length n_ranks + 1)."""
+        ranks = self.data["rank"].to_numpy()
+        return np.searchsorted(ranks, np.arange(self.n_ranks + 1)).astype(np.int64)
+
+    def opaque_collectives(self) -> EventTrace:
+        """The trace as a tracer that sees each collective as one call would record it.
+
+        Every run of consecutive send and recv intervals on a rank becomes one
+        "collective" interval from the run's first start to its last end, whose noise
+        (per source) is the sum of the run's; the k-th run of every rank is collective
+        instance k. Other intervals are kept. Use it on a simulated run whose barrier is
+        written as messages (``jl.simulate(..., barrier=..., detail="events")``) to see
+        what the collective rule of :func:`jitterlab.compare.estimate.accumulated_noise` makes of
+        the same run.
+
+        Raises
+        ------
+        ValueError
+            If the ranks do not have the same number of runs of messages.
+        """
+        data = self.data
+        codes = self.kind_codes()
+        rank = data["rank"].to_numpy()
+        message = (codes == SEND) | (codes == RECV)
+        new_rank = np.ones(len(data), dtype=bool)
+        new_rank[1:] = rank[1:] != rank[:-1]
+        previous_message = np.zeros(len(data), dtype=bool)
+        previous_message[1:] = message[:-1]
+        opens = message & (new_rank | ~previous_message)
+        # a group per interval: runs of messages share one, other rows have their own
+        group = np.cumsum(opens | ~message) - 1
+        runs = np.bincount(rank[opens], minlength=self.n_ranks)
+        if runs.size and runs.min() != runs.max():
+            lacking = int(np.argmin(runs))
+            raise ValueError(f"{self._where()}rank {lacking} has {runs[lacking]} runs of "
+                             f"messages, rank {int(np.argmax(runs))} has {runs.max()}: the "
+                             f"runs cannot be collectives spanning all ranks")
+        noise = [c for c in data.columns if c.startswith(NOISE_PREFIX)]
+        grouped = data.groupby(group, sort=False)
+        out = grouped.agg({"rank": "first", "kind": "first", "start": "first", "end": "last",
+                           "peer": "first", "tag": "first", **dict.fromkeys(noise, "sum")})
+        first = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+        collective = opens[first]
+        instance = np.cumsum(opens) - 1  # global run number, per rank below
+        rank_first_run = np.r_[0, np.cumsum(runs)[:-1]]
+        kinds = out["kind"].cat.codes.to_numpy().copy()
+        kinds[collective] = COLLECTIVE
+        out["kind"] = pd.Categorical.from_codes(kinds, categories=KINDS)
+        out["peer"] = np.where(collective, -1, out["peer"].to_numpy())
+        out["tag"] = np.where(collective, instance[first] - rank_first_run[rank[first]],
+                              out["tag"].to_numpy())
+        out["seq"] = out.groupby("rank").cumcount()
+        return EventTrace(out.reset_index(drop=True), latency=self.latency, file=self.file,
+                          **{**self.attrs, "collectives": "opaque (runs of messages merged)"})
+
+    # ------------------------------------------------------------------ checks
+    def _where(self) -> str:
+        return f"{Path(self.file).name}: " if self.file else ""
+
+    def _fail(self, message: str, rows=None):
+        if rows is not None:
+            row = int(np.asarray(rows).flat[0])
+            rank, seq = (int(self.data[c].iat[row]) for c in ("rank", "seq"))
+            message = f"rank {rank}, interval seq {seq}: {message}"
+        raise ValueError(self._where() + message)
+
+    def _normalise(self, data: pd.DataFrame) -> pd.DataFrame:
+        missing = [c for c in _BASE_COLUMNS if c not in data.columns]
+        if missing:
+            raise ValueError(f"{self._where()}the event trace lacks the columns {missing} "
+                             f"(it has {list(data.columns)})")
+        noise = [c for c in data.columns if str(c).startswith(NOISE_PREFIX)]
+        if not noise:
+            raise ValueError(f"{self._where()}the event trace has no noise column "
+                             f"(noise_<source>, e.g. noise_combined)")
+        columns = {}
+        for name, dtype in _INT_COLUMNS.items():
+            values = data[name].to_numpy()
+            if not (np.issubdtype(values.dtype, np.integer)
+                    or (np.issubdtype(values.dtype, np.floating)
+                        and np.all(np.isfinite(values)) and np.all(values == np.round(values)))):
+                raise ValueError(f"{self._where()}column {name!r} must hold integers, got "
+                                 f"{values.dtype}")
+            columns[name] = values.astype(dtype)
+        kind = data["kind"]
+        known = pd.Index(KINDS)
+        if isinstance(kind.dtype, pd.CategoricalDtype):
+            raw = kind.cat.codes.to_numpy()
+            mapping = known.get_indexer(kind.cat.categories.astype(str))
+            codes = np.where(raw >= 0, mapping[np.maximum(raw, 0)], -1)
+        else:
+            codes = known.get_indexer(kind.astype(str))
+        if np.any(codes < 0):
+            bad = np.flatnonzero(codes < 0)[0]
+            raise ValueError(f"{self._where()}rank {columns['rank'][bad]}, interval seq "
+                             f"{columns['seq'][bad]}: kind {data['kind'].iat[bad]!r} is not "
+                             f"one of {KINDS}")
+        columns["kind"] = pd.Categorical.from_codes(codes.astype(np.int8), categories=KINDS)
+        for name in ("start", "end", *noise):
+            try:
+                columns[name] = data[name].to_numpy(dtype=np.float64)
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"{self._where()}column {name!r} must be numbers [s] "
+                                 f"({err})") from None
+        if "any_order" in data.columns:
+            flags = data["any_order"].to_numpy()
+            if not (flags.dtype == np.bool_ or (np.issubdtype(flags.dtype, np.integer)
+                                                and np.isin(flags, (0, 1)).all())):
+                raise ValueError(f"{self._where()}column 'any_order' must hold booleans, "
+                                 f"got {flags.dtype}")
+            columns["any_order"] = flags.astype(np.bool_)
+        frame = pd.DataFrame(columns)
+        ranks, seqs = columns["rank"], columns["seq"]
+        if len(frame) and not (np.all(np.diff(ranks) >= 0) and np.all(
+                (np.diff(ranks) > 0) | (np.diff(seqs) > 0))):
+            frame = frame.iloc[np.lexsort((seqs, ranks))].reset_index(drop=True)
+        return frame
+
+    def _validate(self):
+        data = self.data
+        if len(data) == 0:
+            raise ValueError(f"{self._where()}the event trace has no intervals")
+        rank = data["rank"].to_numpy()
+        seq = data["seq"].to_numpy()
+        start = data["start"].to_numpy()
+        end = data["end"].to_numpy()
+        if rank[0] < 0:
+            self._fail("rank numbers must be >= 0", [0])
+        offsets = self.rank_offsets()
+        empty = np.flatnonzero(np.diff(offsets) == 0)
+        if empty.size:
+            raise ValueError(f"{self._where()}ranks must be numbered 0 to {self.n_ranks - 1}; "
+                             f"rank {empty[0]} has no intervals")
+        # seq: 0, 1, 2, ... on every rank
+        expected = np.arange(len(data)) - np.repeat(offsets[:-1], np.diff(offsets))
+        bad = np.flatnonzero(seq != expected)
+        if bad.size:
+            row = bad[0]
+            what = "is duplicated" if row > 0 and seq[row] == seq[row - 1] and \
+                rank[row] == rank[row - 1] else f"should be {expected[row]}"
+            self._fail(f"seq {what}: the intervals of a rank are numbered 0, 1, 2, ... "
+                       f"without gaps", [row])
+        bad = np.flatnonzero(~(np.isfinite(start) & np.isfinite(end)))
+        if bad.size:
+            self._fail("start and end must be finite", bad)
+        bad = np.flatnonzero(end < start)
+        if bad.size:
+            row = bad[0]
+            self._fail(f"negative duration (start {_seconds(start[row])}, end "
+                       f"{_seconds(end[row])})", bad)
+        same_rank = rank[1:] == rank[:-1]
+        bad = np.flatnonzero(same_rank & (start[1:] < end[:-1]))
+        if bad.size:
+            row = bad[0] + 1
+            self._fail(f"out of order: it starts at {_seconds(start[row])}, before the previous "
+                       f"interval (seq {seq[row - 1]}) ends at {_seconds(end[row - 1])}", [row])
+        for source in self.sources:
+            self._check_noise(data[NOISE_PREFIX + source].to_numpy(), source)
+        bad = np.flatnonzero(self.any_order() & (self.kind_codes() != RECV))
+        if bad.size:
+            self._fail("any_order is set on a non-recv interval (it marks receives that "
+                       "may complete in any order)", bad)
+        self._check_messages()
+        self._check_collectives()
+
+    def _check_noise(self, noise: np.ndarray, source: str):
+        start = self.data["start"].to_numpy()
+        end = self.data["end"].to_numpy()
+        bad = np.flatnonzero(~np.isfinite(noise) | (noise < 0))
+        if bad.size:
+            self._fail(f"noise {source!r} must be finite and >= 0, got "
+                       f"{_seconds(noise[bad[0]])}", bad)
+        slack = _ROUNDING * np.maximum(np.abs(start), np.abs(end))
+        bad = np.flatnonzero(noise > end - start + slack)
+        if bad.size:
+            row = bad[0]
+            self._fail(f"noise {source!r} of {_seconds(noise[row])} is longer than the interval "
+                       f"({_seconds(end[row] - start[row])})", [row])
+
+    def _check_messages(self):
+        kind = self.kind_codes()
+        rank = self.data["rank"].to_numpy()
+        peer = self.data["peer"].to_numpy()
+        n_ranks = self.n_ranks
+        message = (kind == SEND) | (kind == RECV)
+        bad = np.flatnonzero(message & ((peer < 0) | (peer >= n_ranks) | (peer == rank)))
+        if bad.size:
+            self._fail(f"{KINDS[kind[bad[0]]]} with peer {peer[bad[0]]}: the peer must be "
+                       f"another rank in 0 to {n_ranks - 1}", bad)
+        bad = np.flatnonzero(~message & (peer != -1))
+        if bad.size:
+            self._fail(f"a {KINDS[kind[bad[0]]]} interval has peer {peer[bad[0]]}; only send "
+                       f"and recv have a peer (use -1)", bad)
+        sends, recvs = self.message_pairs(check=True)
+        end = self.data["end"].to_numpy()
+        start = self.data["start"].to_numpy()
+        tolerance = _ROUNDING * np.maximum(np.abs(start[sends]), np.abs(end[recvs]))
+        bad = np.flatnonzero(end[recvs] < start[sends] + self.latency - tolerance)
+        if bad.size:
+            i, j = sends[bad[0]], recvs[bad[0]]
+            self._fail(f"recv from rank {rank[i]} (tag {self.data['tag'].iat[j]}) ends at "
+                       f"{_seconds(end[j])}, before its send starts ({_seconds(start[i])}) "
+                       f"plus the "
+                       f"latency {_seconds(self.latency)}: the clocks disagree or the latency is "
+                       f"too large", [j])
+
+    def message_pairs(self, check: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Rows of the sends and of their matching recvs, pair by pair."""
+        kind = self.kind_codes()
+        rank = self.data["rank"].to_numpy()
+        peer = self.data["peer"].to_numpy()
+        tag = self.data["tag"].to_numpy()
+        rows = np.flatnonzero((kind == SEND) | (kind == RECV))
+        is_send = kind[rows] == SEND
+        source = np.where(is_send, rank[rows], peer[rows])
+        target = np.where(is_send, peer[rows], rank[rows])
+        order = np.lexsort((~is_send, tag[rows], target, source))  # per key: send, then recv
+        rows, is_send = rows[order], is_send[order]
+        key = np.stack([source[order], target[order], tag[rows]])
+        new = np.ones(rows.size, dtype=bool)
+        new[1:] = np.any(key[:, 1:] != key[:, :-1], axis=0)
+        first = np.flatnonzero(new)
+        count = np.diff(np.append(first, rows.size))
+        if check:
+            sends = np.add.reduceat(is_send.astype(np.int64), first) if rows.size else first
+            for problem in np.flatnonzero((count != 2) | (sends != 1)):
+                lo = first[problem]
+                s, t, g = key[:, lo]
+                n_send = int(sends[problem])
+                n_recv = int(count[problem] - n_send)
+                if n_send == 0:
+                    what = f"recv from rank {s} with tag {g} has no matching send on rank {s}"
+                elif n_send == 1 and n_recv == 0:
+                    what = f"send to rank {t} with tag {g} has no matching recv on rank {t}"
+                else:
+                    what = (f"message rank {s} -> rank {t} with tag {g} is duplicated "
+                            f"({n_send} sends, {n_recv} recvs; each (source, destination, "
+                            f"tag) must be used by exactly one send and one recv)")
+                self._fail(what, [rows[lo]])
+        return rows[first], rows[first + 1]
+
+    def collective_instances(self) -> tuple[np.ndarray, np.ndarray]:
+        """The instance number of each collective row (dense: 0, 1, ...) and the tags."""
+        kind = self.kind_codes()
+        rows = np.flatnonzero(kind == COLLECTIVE)
+        tags, dense = np.unique(self.data["tag"].to_numpy()[rows], return_inverse=True)
+        instance = np.full(len(self.data), -1, dtype=np.int64)
+        instance[rows] = dense
+        return instance, tags
+
+    def _check_collectives(self):
+        instance, tags = self.collective_instances()
+        rows = np.flatnonzero(instance >= 0)
+        if not rows.size:
+            return
+        rank = self.data["rank"].to_numpy()
+        n_ranks = self.n_ranks
+        # each (instance, rank) once
+        pair = instance[rows] * n_ranks + rank[rows]
+        order = np.argsort(pair, kind="stable")
+        repeated = np.flatnonzero(pair[order][1:] == pair[order][:-1])
+        if repeated.size:
+            row = rows[order][repeated[0] + 1]
+            self._fail(f"collective instance (tag) {tags[instance[row]]} appears twice on "
+                       f"this rank", [row])
+        counts = np.bincount(instance[rows], minlength=tags.size)
+        short = np.flatnonzero(counts < n_ranks)
+        if short.size:
+            k = short[0]
+            present = np.zeros(n_ranks, dtype=bool)
+            present[rank[rows[instance[rows] == k]]] = True
+            missing = np.flatnonzero(~present)
+            raise ValueError(f"{self._where()}collective instance (tag) {tags[k]} is missing "
+                             f"on rank {missing[0]} ({missing.size} of {n_ranks} ranks lack "
+                             f"it; a collective spans all ranks)")
+        # barrier-like: no rank leaves before the last rank has entered
+        start = self.data["start"].to_numpy()
+        end = self.data["end"].to_numpy()
+        last_entry = np.full(tags.size, -np.inf)
+        np.maximum.at(last_entry, instance[rows], start[rows])
+        slack = _ROUNDING * np.maximum(np.abs(end[rows]), np.abs(last_entry[instance[rows]]))
+        early = np.flatnonzero(end[rows] < last_entry[instance[rows]] - slack)
+        if early.size:
+            row = rows[early[0]]
+            k = instance[row]
+            latest = rows[(instance[rows] == k) & (start[rows] == last_entry[k])][0]
+            self._fail(f"collective instance (tag) {tags[k]} ends at {_seconds(end[row])}, "
+                       f"before rank {int(rank[latest])} enters it at "
+                       f"{_seconds(last_entry[k])}: it does not synchronise. The "
+                       f"'collective' kind means barrier-like dependence (MPI_Barrier, "
+                       f"MPI_Allreduce, MPI_Alltoall); a rooted one-way collective "
+                       f"(MPI_Bcast, MPI_Reduce, MPI_Gather, ...) must be recorded as its "
+                       f"messages (send/recv), or the estimate would charge ranks for waits "
+                       f"that never happened", [row])
+
+    # ------------------------------------------------------------------ equality
+    def equals(self, other: EventTrace) -> bool:
+        """Same intervals, latency and metadata."""
+        return (isinstance(other, EventTrace) and self.latency == other.latency
+                and self.attrs == other.attrs and self.data.equals(other.data))
+
+
+# ---------------------------------------------------------------------- file I/O
+def _kind_of(path) -> str:
+    suffix = Path(path).suffix.lower()
+    if suffix in _PARQUET_SUFFIXES:
+        return "parquet"
+    if suffix in _NETCDF_SUFFIXES:
+        return "netcdf"
+    if suffix == ".otf2":
+        return "otf2"
+    raise ValueError(f"{Path(path).name}: unknown event-trace format; use a name ending in "
+                     f"{' or '.join(_PARQUET_SUFFIXES + _NETCDF_SUFFIXES)} (or an OTF2 "
+                     f"archive, .otf2)")
+
+
+def _document(trace: EventTrace) -> str:
+    return json.dumps({"format_version": FORMAT_VERSION, "latency": trace.latency,
+                       "attrs": plain_metadata(trace.attrs)})
+
+
+def write_events(trace: EventTrace, path, *, overwrite: bool = False) -> Path:
+    """Write an event trace as Parquet (``.parquet``, ``.pq``) or netCDF (``.nc``).
+
+    The file is written to a temporary file in the same directory and then moved onto
+    ``path`` (:func:`os.replace`), so a reader never sees a partial file.
+
+    Parameters
+    ----------
+    trace : EventTrace
+    path : str or path
+        Its suffix chooses the format.
+    overwrite : bool
+        Replace an existing file; by default an existing one is an error (as for every
+        jitterlab writer).
+
+    Returns
+    -------
+    pathlib.Path
+
+    Notes
+    -----
+    The metadata (``attrs``) is stored as JSON: numbers, strings, booleans, None, lists
+    and dicts come back with their types (tuples and arrays as lists, datetimes as ISO
+    strings); any other value is refused here rather than turned into a string.
+    """
+    from ..io.common import atomic_write
+
+    if not isinstance(trace, EventTrace):
+        raise TypeError(f"trace must be a jl.EventTrace, got {type(trace).__name__}")
+    refuse_existing(path, overwrite)  # before the document is built; atomic_write again
+    kind = _kind_of(path)
+    document = _document(trace)
+    if kind == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pandas(trace.data, preserve_index=False)
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                               _PARQUET_KEY: document.encode()})
+        return atomic_write(path, lambda temp: pq.write_table(table, temp,
+                                                              compression="zstd"),
+                            overwrite=overwrite)
+    import xarray as xr
+
+    data = trace.data
+    variables = {}
+    for name in data.columns:
+        if name == "kind":
+            variables[name] = ("interval", trace.kind_codes(),
+                               {"flag_values": np.arange(len(KINDS), dtype=np.int8),
+                                "flag_meanings": " ".join(KINDS)})
+        else:
+            attrs = {"units": "s"} if name in ("start", "end") or \
+                name.startswith(NOISE_PREFIX) else {}
+            variables[name] = ("interval", data[name].to_numpy(), attrs)
+    dataset = xr.Dataset(variables, attrs={"jitterlab_events": document})
+    encoding = {name: {"_FillValue": None} for name in variables}
+    return atomic_write(path, lambda temp: dataset.to_netcdf(temp, encoding=encoding),
+                        overwrite=overwrite)
+
+
+def read_events(path) -> EventTrace:
+    """Read an event trace written by :func:`write_events` (the suffix gives the format),
+    or an OTF2 archive (``.otf2``: its anchor file or directory, see
+    :func:`jitterlab.io.read_otf2_events`).
+
+    Raises
+    ------
+    ValueError
+        Naming the file, when it is truncated, damaged or not an event trace, or when
+        the trace in it is malformed (see :class:`EventTrace`).
+    """
+    path = Path(path)
+    kind = _kind_of(path)
+    if kind == "otf2":
+        from ..io.otf2 import read_otf2_events
+
+        return read_otf2_events(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such event-trace file")
+    if kind == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            table = pq.read_table(path)
+        except (OSError, pa.ArrowException) as err:
+            raise ValueError(f"{path.name}: not a readable Parquet file, it is damaged or "
+                             f"truncated ({err})") from None
+        raw = (table.schema.metadata or {}).get(_PARQUET_KEY)
+        frame = table.to_pandas()
+    else:
+        import xarray as xr
+
+        try:
+            with xr.open_dataset(path, engine="netcdf4", decode_cf=False) as dataset:
+                dataset.load()
+        except (OSError, ValueError, RuntimeError) as err:
+            raise ValueError(f"{path.name}: not a readable netCDF file, it is damaged or "
+                             f"truncated ({err})") from None
+        raw = dataset.attrs.get("jitterlab_events")
+        frame = pd.DataFrame({name: dataset[name].values for name in dataset.data_vars})
+        if "kind" in frame:
+            codes = frame["kind"].to_numpy()
+            if not np.issubdtype(codes.dtype, np.integer) or codes.min() < 0 or \
+                    codes.max() >= len(KINDS):
+                raise ValueError(f"{path.name}: variable 'kind' must hold codes 0 to "
+                                 f"{len(KINDS) - 1} ({' '.join(KINDS)})")
+            frame["kind"] = pd.Categorical.from_codes(codes, categories=KINDS)
+    if raw is None:
+        raise ValueError(f"{path.name}: not a jitterlab event trace (no "
+                         f"'jitterlab_events' metadata)")
+    try:
+        document = json.loads(raw)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{path.name}: damaged event-trace metadata ({err})") from None
+    latency = document.get("latency", 0.0)
+    if not isinstance(latency, int | float) or not math.isfinite(latency):
+        raise ValueError(f"{path.name}: latency must be a number, got {latency!r}")
+    attrs = dict(document.get("attrs", {}))
+    attrs.pop("units", None)
+    return EventTrace(frame, latency=latency, file=path, **attrs)
