@@ -7,21 +7,28 @@ of jitter traces (:class:`Trace`, :func:`simulate`).
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import apps, measure as bench, datasets, io, noise
-from .compare import attribution, causes, characterize, counters, estimate, validate
+from . import apps, datasets, io, noise
+from . import measure as bench
 from .analytic import correlated
-from .traces import synthetic
-from .compare.attribution import attribute_detours
 from .analytic.bounds import arrival_offsets, barrier_time, theorem1_bounds, tree_depth
-from .sim.collectives import Dissemination, RecursiveDoubling
-from .traces.events import EventTrace, read_events, write_events
+from .analytic.maxofn import max_of_n
+from .compare import attribution, causes, characterize, counters, estimate, validate
+from .compare.attribution import attribute_detours
 from .explore import explore
 from .io import read_trace
-from .analytic.maxofn import max_of_n
+from .io.events import read_events, write_events
+from .sim.collectives import Dissemination, RecursiveDoubling
 from .sim.message import Message
 from .sim.simulate import TreeBarrier, simulate
 from .sweep import sweep
-from .traces.synthetic import coscheduled_trace, jitsim_coscheduled_trace, jitsim_trace, synthetic_trace
+from .traces import synthetic
+from .traces.events import EventTrace
+from .traces.synthetic import (
+    coscheduled_trace,
+    jitsim_coscheduled_trace,
+    jitsim_trace,
+    synthetic_trace,
+)
 from .traces.trace import Trace
 
 try:

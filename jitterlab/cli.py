@@ -846,13 +846,13 @@ def _add_info_parser(commands) -> None:
 
 
 def _info(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from .io import read_trace
     from .measure import read_bsp, read_detour, read_fwq_samples, read_pb
     from .measure._chunks import store_kind
     from .measure.bsp import is_bsp_file
     from .measure.fwq import is_fwq_samples_file
     from .measure.latency import is_latency_file, read_latency
     from .measure.pb import is_pb_file
-    from .io import read_trace
 
     path: Path = args.file
     if not path.exists():

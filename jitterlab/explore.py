@@ -27,14 +27,14 @@ import time
 import numpy as np
 import xarray as xr
 
-from .base.checks import check_integer, check_positive
 from .analytic.bounds import theorem1_bounds
-from .sim.collectives import Dissemination, RecursiveDoubling
 from .analytic.maxofn import max_of_n
-from .sim.message import Message
-from .noise import NoiseModel, Periodic, from_trace
-from .sim.simulate import TreeBarrier, simulate
+from .base.checks import check_integer, check_positive
 from .base.threads import kernel_threads
+from .noise import NoiseModel, Periodic, from_trace
+from .sim.collectives import Dissemination, RecursiveDoubling
+from .sim.message import Message
+from .sim.simulate import TreeBarrier, simulate
 from .traces.trace import Trace
 
 __all__ = ["explore", "explore_values", "law_trace", "make_barrier", "plot_explore",

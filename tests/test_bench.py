@@ -159,7 +159,7 @@ def test_detour_returns_a_trace_with_its_attributes(short_run):
           f"t_min {attrs['t_min'] * 1e9:.2f} ns, threshold {attrs['threshold'] * 1e9:.1f} ns, "
           f"{attrs['events_detected'] / attrs['measured_duration']:.0f} events/s")
     assert 0 < attrs["t_min"] <= attrs["median_loop_time"] < 1e-6
-    assert attrs["source"] == "jitterlab.measure.detour"
+    assert attrs["source"] == "jitterlab.bench.detour"
     assert attrs["cpu"] == CPU and attrs["complete"] is True
     assert attrs["kernel"] == platform.release()
     assert attrs["collected_at"].endswith("+00:00")
@@ -335,7 +335,7 @@ def test_fwq_minimum_is_the_calibrated_work(fwq_law):
     for key in ("work", "samples", "cpu", "frequency_hz", "iterations", "host", "kernel",
                 "collected_at", "work_kernel", "command"):
         assert key in law.attrs
-    assert law.attrs["source"] == "jitterlab.measure.fwq"
+    assert law.attrs["source"] == "jitterlab.bench.fwq"
     assert law.attrs["work"] == 100e-6 and law.attrs["samples"] == 200
     assert law.attrs["cpu"] == CPU
 
@@ -429,7 +429,7 @@ def test_detour_table_reads_a_store_written_before_it_existed(tmp_path):
     starts were in its chunks already."""
     store = tmp_path / "old.detour"
     writer = _chunks.ChunkWriter(store, {"frequency_hz": 1e9, "unit": "cycles", "cpu": 1,
-                                         "source": "jitterlab.measure.detour"}, kind="detour")
+                                         "source": "jitterlab.bench.detour"}, kind="detour")
     writer.append(start=np.array([1_000_100, 1_000_500]), duration=np.array([50, 70]),
                   span=np.array([1_000_000, 1_001_000]), iterations=np.int64(90))
     writer.append(start=np.array([1_002_000]), duration=np.array([30]),

@@ -41,7 +41,7 @@ def test_measure_detour_writes_a_trace_file(tmp_path, capsys):
     assert "events/s" in out and "resolution (median loop time)" in out
     assert not (tmp_path / "trace.nc.detour").exists()  # chunks removed after success
     trace = jl.read_trace(output)
-    assert trace.attrs["source"] == "jitterlab.measure.detour"
+    assert trace.attrs["source"] == "jitterlab.bench.detour"
     assert trace.attrs["threshold"] == 300e-9
     assert trace.attrs["command"].startswith("jitterlab measure detour --duration 0.4")
     assert trace.attrs["complete"] is True
@@ -54,7 +54,7 @@ def test_measure_detour_writes_a_trace_file(tmp_path, capsys):
     status, out, _ = run(["info", str(output)], capsys)
     assert status == 0
     assert "noise_fraction" in out and "event_rate" in out
-    assert "jitterlab.measure.detour" in out and "median_loop_time" in out
+    assert "jitterlab.bench.detour" in out and "median_loop_time" in out
 
 
 @needs_tsc

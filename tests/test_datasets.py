@@ -228,7 +228,7 @@ def test_load_detour(measurements, variant):
         assert isinstance(trace, jl.Trace)
         assert trace.unit == "cycles" and trace.frequency_hz > 1e8
         attrs = trace.attrs
-        assert attrs["source"] == "jitterlab.measure.detour" and attrs["complete"]
+        assert attrs["source"] == "jitterlab.bench.detour" and attrs["complete"]
         assert attrs["cpu"] == row["cpu"]
         # the run ends with the loop iteration that reaches the duration (a detour)
         assert row["duration"] <= attrs["measured_duration"] < row["duration"] * 1.01 + 0.5
@@ -296,7 +296,7 @@ def test_load_latency(measurements, ranks):
     ds = load_latency(ranks)
     row = measurements[(measurements["kind"] == "latency")
                        & (measurements["ranks"] == ranks)].iloc[0]
-    assert ds.attrs["source"] == "jitterlab.measure.latency" and ds.attrs["complete"]
+    assert ds.attrs["source"] == "jitterlab.bench.latency" and ds.attrs["complete"]
     assert ds.sizes["rank"] == ds.attrs["n_ranks"] == ranks
     assert ds.sizes["pair"] == ranks * (ranks - 1) // 2  # every pair of ranks
     assert ds.attrs["oversubscribed"] == row["oversubscribed"]

@@ -21,7 +21,7 @@ import pytest
 
 import jitterlab as jl
 from jitterlab import _kernels, _simkernels, testing
-from jitterlab.measure.fwq import _lcg, _lcg_python
+from jitterlab.measure.fwq import lcg_steps, _lcg_python
 from jitterlab.noise import Empirical
 from jitterlab.noise.trace_law import trace_positions
 
@@ -79,7 +79,7 @@ def test_step_sum_one_minus_power_matches_reference(power, start):
 @pytest.mark.parametrize(("iterations", "seed"), [(0, 1), (1, 1), (1000, 12345),
                                                   (10_000, 2**31 - 2)])
 def test_lcg_kernel_matches_reference(iterations, seed):
-    assert int(_lcg(np.int64(iterations), np.int64(seed))) == _lcg_python(iterations, seed)
+    assert int(lcg_steps(np.int64(iterations), np.int64(seed))) == _lcg_python(iterations, seed)
 
 
 # --------------------------------------------------------------------------------------

@@ -71,7 +71,7 @@ def test_file_structure_units_and_provenance(run):
     assert ds["node"].values.tolist() == [0, 0]
     assert ds["cpu"].values.tolist() != [-1, -1]
     attrs = ds.attrs
-    assert attrs["source"] == "jitterlab.measure.latency"
+    assert attrs["source"] == "jitterlab.bench.latency"
     assert attrs["round_trips"] == ROUND_TRIPS and attrs["barriers"] == BARRIERS
     assert attrs["message_bytes"] == latency.MESSAGE_BYTES
     assert attrs["n_ranks"] == 2 and attrs["n_nodes"] == 1

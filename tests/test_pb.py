@@ -96,7 +96,7 @@ def test_result_structure_and_units(runs, name):
     assert cpus == [allowed[0], allowed[1 % len(allowed)]]
     attrs = dataset.attrs
     random_wait = name == "default"
-    assert attrs["source"] == "jitterlab.measure.pb"
+    assert attrs["source"] == "jitterlab.bench.pb"
     assert attrs["random_wait"] is random_wait and attrs["broadcast"] is random_wait
     assert attrs["work"] == WORK and attrs["duration"] == DURATION
     assert attrs["max_wait"] == (WORK if random_wait else 0.0)

@@ -19,8 +19,8 @@ import xarray as xr
 from scipy import special
 
 from ..base.checks import check_positive
-from .maxofn import DEFAULT_QUANTILES, _as_models, _as_n, exact_max_mean, max_of_n
 from ..noise import NoiseModel
+from .maxofn import DEFAULT_QUANTILES, as_models, _as_n, exact_max_mean, max_of_n
 
 __all__ = ["tree_depth", "arrival_offsets", "theorem1_bounds", "barrier_time", "BarrierTime"]
 
@@ -111,7 +111,7 @@ def arrival_offsets(n: int, tau: float, fanout: int = 2,
     return depth * tau
 
 
-def _depth_term(n_values: np.ndarray, fanout: int, depth: str) -> np.ndarray:
+def tree_depth_term(n_values: np.ndarray, fanout: int, depth: str) -> np.ndarray:
     """The depth D of Theorem 1: the complete tree's, or the paper's log2((N + 1)/2)."""
     if depth == "tree":
         return tree_depth(n_values, fanout).astype(float)
@@ -174,7 +174,7 @@ def theorem1_bounds(dist, n=None, tau: float | None = None, fanout: int | None =
     >>> round(float(ds["round_trip"][0]) * 1e6, 3)  # 2·5 µs·log2(32/2), Garg & De §4.1
     40.0
     """
-    from ..sim.collectives import _RoundCollective
+    from ..sim.collectives import RoundCollective
     from ..sim.simulate import TreeBarrier
 
     rounds = None
@@ -185,7 +185,7 @@ def theorem1_bounds(dist, n=None, tau: float | None = None, fanout: int | None =
                          "already fixes the latency term")
     if isinstance(barrier, TreeBarrier):
         tau, fanout = barrier.tau, barrier.fanout
-    elif isinstance(barrier, _RoundCollective):
+    elif isinstance(barrier, RoundCollective):
         rounds = barrier
     elif barrier is not None:
         raise TypeError(f"barrier must be a jl.TreeBarrier, jl.Dissemination or "
@@ -193,7 +193,7 @@ def theorem1_bounds(dist, n=None, tau: float | None = None, fanout: int | None =
     tau = check_positive("tau", 0.0 if tau is None else tau, allow_zero=True)
     fanout = _check_fanout(2 if fanout is None else fanout)
     ds = max_of_n(dist, n=n, method=method, quantiles=quantiles, **max_of_n_kwargs)
-    depths = _depth_term(ds["n"].values, fanout, depth)
+    depths = tree_depth_term(ds["n"].values, fanout, depth)
     if rounds is None:
         round_trip = xr.DataArray(
             2.0 * tau * depths, dims="n",
@@ -238,7 +238,7 @@ class BarrierTime(NoiseModel):
     _nodes, _weights = special.roots_laguerre(300)
 
     def __init__(self, dist: NoiseModel, n: int, round_trip: float = 0.0):
-        self.dist = _as_models(dist)[0]
+        self.dist = as_models(dist)[0]
         self.n = int(_as_n(n, 1)[0])
         self.round_trip = check_positive("round_trip", round_trip, allow_zero=True)
         self.lower = self.round_trip
@@ -301,6 +301,6 @@ def barrier_time(dist: NoiseModel, n: int, tau: float = 0.0, fanout: int = 2,
     if bound not in ("lower", "upper"):
         raise ValueError(f"bound must be 'lower' or 'upper', got {bound!r}")
     tau = check_positive("tau", tau, allow_zero=True)
-    depth_term = float(_depth_term(_as_n(n, 1), _check_fanout(fanout), depth)[0])
+    depth_term = float(tree_depth_term(_as_n(n, 1), _check_fanout(fanout), depth)[0])
     round_trip = 2.0 * tau * depth_term if bound == "upper" else 0.0
     return BarrierTime(dist, n, round_trip=round_trip)

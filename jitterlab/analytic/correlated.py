@@ -28,8 +28,8 @@ from scipy import optimize, special
 from ..base.checks import check_probability, check_size
 from ..base.integrate import quad, quantile_tail_integral
 from ..base.rng import RngLike, as_generator
-from .maxofn import _log_cdf_of_max, exact_max_mean
 from ..compare.validate import MaxOfN, normalised_ranks, paired_samples, spearman_pairs
+from .maxofn import log_cdf_of_max, exact_max_mean
 
 __all__ = ["GaussianCopulaMax", "gaussian_rho"]
 
@@ -195,7 +195,7 @@ class GaussianCopulaMax(MaxOfN):
         x = np.asarray(x, dtype=np.float64)
         models, counts = self._active()
         if self.rho == 0.0:
-            log_cdf = _log_cdf_of_max(models, counts, x)
+            log_cdf = log_cdf_of_max(models, counts, x)
             with np.errstate(over="ignore"):
                 return np.exp(log_cdf), -np.expm1(log_cdf)
         sf = np.stack([np.minimum(np.asarray(m.sf(x), dtype=np.float64), 1.0)

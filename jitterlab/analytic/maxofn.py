@@ -16,11 +16,8 @@ import numpy as np
 import xarray as xr
 from scipy import optimize
 
-from ..noise import kernels as _kernels
 from ..base.checks import check_integer
 from ..base.integrate import piecewise_quad, quantile_tail_integral
-from ..base.provenance import provenance_attrs
-from ..base.rng import RngLike, seed_from
 from ..base.limits import (
     ALLOW_LARGE_VARIABLE,
     ResourceLimitError,
@@ -28,8 +25,11 @@ from ..base.limits import (
     check_memory,
     large_allowed,
 )
-from ..noise import Empirical, Histogram, NoiseModel, TailWarning
+from ..base.provenance import provenance_attrs
+from ..base.rng import RngLike, seed_from
 from ..base.threads import kernel_threads
+from ..noise import Empirical, Histogram, NoiseModel, TailWarning
+from ..noise import kernels as _kernels
 
 __all__ = ["max_of_n", "process_counts", "exact_max_quantile", "exact_max_mean"]
 
@@ -51,7 +51,7 @@ def process_counts(n_models: int, n: int) -> np.ndarray:
     return np.array([base + (k < extra) for k in range(n_models)], dtype=np.int64)
 
 
-def _log_cdf_of_max(models, counts, x):
+def log_cdf_of_max(models, counts, x):
     """log G(x) = Σ_k c_k·log F_k(x), precise where F_k is close to one."""
     x = np.asarray(x, dtype=float)
     total = np.zeros(x.shape)
@@ -62,11 +62,11 @@ def _log_cdf_of_max(models, counts, x):
     return total
 
 
-def _one_minus_cdf_of_max(models, counts, x):
-    return -np.expm1(_log_cdf_of_max(models, counts, x))
+def one_minus_cdf_of_max(models, counts, x):
+    return -np.expm1(log_cdf_of_max(models, counts, x))
 
 
-def _max_isf(models, counts, s) -> np.ndarray:
+def max_isf_of(models, counts, s) -> np.ndarray:
     """x with P(max > x) = s, from the complement level s = 1 − q (precise as s → 0). [s]"""
     s = np.atleast_1d(np.asarray(s, dtype=float))
     active = [(m, c) for m, c in zip(models, counts, strict=True) if c > 0]
@@ -90,7 +90,7 @@ def _max_isf(models, counts, s) -> np.ndarray:
             continue
 
         def excess(x, target=log_q[i]):
-            return float(_log_cdf_of_max(models_, counts_, x)) - target
+            return float(log_cdf_of_max(models_, counts_, x)) - target
 
         if excess(lo[i]) < 0:
             upper = hi[i]
@@ -110,7 +110,7 @@ def exact_max_quantile(models: Sequence[NoiseModel], counts, q) -> np.ndarray:
     it stays precise for N up to 10^9 and beyond; for several laws it is the root of
     Σ_k c_k·log F_k(x) = log q. [s]
     """
-    return _max_isf(models, counts, 1.0 - np.asarray(q, dtype=float))
+    return max_isf_of(models, counts, 1.0 - np.asarray(q, dtype=float))
 
 
 def exact_max_mean(models: Sequence[NoiseModel], counts, closed_form: bool = True) -> float:
@@ -137,22 +137,22 @@ def exact_max_mean(models: Sequence[NoiseModel], counts, closed_form: bool = Tru
         # a step function: exact sum over the merged support points
         points = np.unique(np.concatenate(atoms))
         points = points[points >= lower]
-        one_minus = _one_minus_cdf_of_max(models_, counts_, points[:-1])
+        one_minus = one_minus_cdf_of_max(models_, counts_, points[:-1])
         return float(points[0] + np.dot(np.diff(points), one_minus))
 
     # the body, split where 1 - G changes fastest: at quantiles of the maximum and atoms
     levels = np.array([1 - 1e-12, 1 - 1e-6, 1 - 1e-3, 0.9, 0.5, 0.1, 1e-3, _TAIL_LEVEL])
-    cut = _max_isf(models_, counts_, levels)
+    cut = max_isf_of(models_, counts_, levels)
     breaks = set(cut.tolist())
     for a in atoms:
         if a is not None:
             breaks.update(a[a < cut[-1]].tolist())
     edges = [lower, *sorted(b for b in breaks if lower < b <= cut[-1])]
     scale = max(abs(cut[-1]), abs(lower), 1e-300)
-    body = piecewise_quad(lambda x: _one_minus_cdf_of_max(models_, counts_, x), edges,
+    body = piecewise_quad(lambda x: one_minus_cdf_of_max(models_, counts_, x), edges,
                           scale=scale)
     # the tail in quantile space, where even a heavy tail is integrable
-    tail = quantile_tail_integral(lambda level: _max_isf(models_, counts_, level)[0],
+    tail = quantile_tail_integral(lambda level: max_isf_of(models_, counts_, level)[0],
                                   edges[-1], _TAIL_LEVEL, scale=scale)
     return float(lower + body + tail)
 
@@ -160,7 +160,7 @@ def exact_max_mean(models: Sequence[NoiseModel], counts, closed_form: bool = Tru
 # --------------------------------------------------------------------------------------
 # the public function
 # --------------------------------------------------------------------------------------
-def _as_models(dist_or_list) -> list[NoiseModel]:
+def as_models(dist_or_list) -> list[NoiseModel]:
     models = list(dist_or_list) if isinstance(dist_or_list, list | tuple) else [dist_or_list]
     if not models:
         raise ValueError("dist_or_list is an empty list; give at least one noise model")
@@ -374,7 +374,7 @@ def max_of_n(dist_or_list, n=None, method: str = "exact",
     >>> [round(float(v) * 1e6, 3) for v in ds["mean"].values]  # 10 µs · H_N
     [10.0, 74.855]
     """
-    models = _as_models(dist_or_list)
+    models = as_models(dist_or_list)
     n_values = _as_n(n, len(models))
     q = _as_quantiles(quantiles)
     if method not in ("exact", "montecarlo"):

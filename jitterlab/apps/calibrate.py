@@ -22,9 +22,9 @@ import xarray as xr
 from scipy.optimize import least_squares
 
 from ..base.checks import check_integer, check_positive
+from ..base.limits import check_allow_large, check_memory
 from ..base.provenance import provenance_attrs
 from ..base.rng import RngLike, as_generator
-from ..base.limits import check_allow_large, check_memory
 from ..sim.message import Message
 from .wavefront import Wavefront, noiseless_time, square_grid, wavefront_simulate
 

@@ -29,13 +29,13 @@ import pandas as pd
 import xarray as xr
 from scipy.optimize import nnls
 
+from ..analytic.bounds import theorem1_bounds
 from ..base.checks import check_integer, check_positive
 from ..base.provenance import provenance_attrs
 from ..base.rng import RngLike
-from ..analytic.bounds import theorem1_bounds
+from ..noise import NoiseModel
 from ..sim.collectives import Dissemination, RecursiveDoubling
 from ..sim.message import Message
-from ..noise import NoiseModel
 from ..sim.simulate import TreeBarrier, _as_counts, simulate
 from ..traces.trace import Trace
 

@@ -23,18 +23,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import xarray as xr
 
-from ..sim import event_output as _simevents
-from . import wavefront_kernels as _wavekernels
+from ..analytic.bounds import tree_depth
+from ..analytic.maxofn import max_of_n
 from ..base.checks import check_integer, check_positive
+from ..base.limits import check_allow_large, check_duration, check_memory
 from ..base.provenance import provenance_attrs
 from ..base.rng import RngLike, as_generator, seed_from
-from ..analytic.bounds import tree_depth
-from ..base.limits import check_allow_large, check_duration, check_memory
-from ..analytic.maxofn import max_of_n
-from ..sim.message import Message
 from ..noise import NoiseModel, from_trace
+from ..sim import event_output as _simevents
+from ..sim.message import Message
 from ..sim.simulate import _offsets, _trace_table
 from ..traces.trace import Trace
+from . import wavefront_kernels as _wavekernels
 
 __all__ = ["Wavefront", "wavefront_predict", "wavefront_simulate", "noiseless_time",
            "square_grid", "SWEEP_ORDERS"]

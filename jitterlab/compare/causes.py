@@ -44,13 +44,13 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from ..base.rng import RngLike, as_generator
-from .attribution import INVISIBLE, KINDS
-from .characterize import find_periodic_sources, label_events
 from ..analytic.maxofn import exact_max_mean
+from ..base.rng import RngLike, as_generator
 from ..noise import Empirical, from_trace
 from ..sim.simulate import simulate
 from ..traces.trace import Trace
+from .attribution import INVISIBLE, KINDS
+from .characterize import find_periodic_sources, label_events
 
 __all__ = ["KINDS", "INVISIBLE", "UNATTRIBUTED", "check_attribution", "window", "noise_by_cause",
            "cause_trace", "event_laws", "removal_cost", "label_sources",

@@ -28,8 +28,8 @@ import numpy as np
 import pandas as pd
 from scipy import fft, optimize, stats
 
-from .stationarity import stationarity
 from ..traces.trace import Trace
+from .stationarity import stationarity
 
 __all__ = ["summarize", "find_periodic_sources", "label_events", "stationarity"]
 

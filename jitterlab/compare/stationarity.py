@@ -646,9 +646,9 @@ def recording_series(file: str) -> tuple[object, dict, str]:
         If ``file`` is not a shipped recording, or is the ROSS PHOLD table.
     """
     from .. import datasets
+    from ..io import read_trace
     from ..measure import read_bsp_interruptions, read_fwq_samples, read_pb
     from ..measure.latency import read_latency
-    from ..io import read_trace
 
     table = datasets.list_measurements()
     if file not in table.index:

@@ -26,20 +26,20 @@ import pandas as pd
 import xarray as xr
 from scipy import stats
 
-from ..base.checks import check_integer
-from ..base.provenance import provenance_attrs
-from ..base.rng import RngLike, as_generator
-from ..analytic.bounds import _depth_term
+from ..analytic.bounds import tree_depth_term
 from ..analytic.maxofn import (
     DEFAULT_QUANTILES,
-    _as_models,
+    as_models,
     _as_n,
-    _log_cdf_of_max,
-    _max_isf,
-    _one_minus_cdf_of_max,
+    log_cdf_of_max,
+    max_isf_of,
+    one_minus_cdf_of_max,
     exact_max_mean,
     process_counts,
 )
+from ..base.checks import check_integer
+from ..base.provenance import provenance_attrs
+from ..base.rng import RngLike, as_generator
 from ..noise import Discrete, Empirical, NoiseModel
 from ..noise._base import check_positive, check_probability
 from .stationarity import stationarity as stationarity  # issue #18 §4, also jl.characterize
@@ -97,7 +97,7 @@ class MaxOfN(NoiseModel):
     """
 
     def __init__(self, dist_or_list, n: int):
-        self.models = _as_models(dist_or_list)
+        self.models = as_models(dist_or_list)
         self.n = int(_as_n(n, len(self.models))[0])
         self.counts = process_counts(len(self.models), self.n)
         active = [m for m, c in zip(self.models, self.counts, strict=True) if c > 0]
@@ -111,16 +111,16 @@ class MaxOfN(NoiseModel):
     def cdf(self, x):
         models, counts = self._active()
         with np.errstate(over="ignore"):
-            return np.exp(_log_cdf_of_max(models, counts, x))
+            return np.exp(log_cdf_of_max(models, counts, x))
 
     def sf(self, x):
         models, counts = self._active()
-        return _one_minus_cdf_of_max(models, counts, x)
+        return one_minus_cdf_of_max(models, counts, x)
 
     def isf(self, q):
         q = check_probability("q", q)
         models, counts = self._active()
-        return _max_isf(models, counts, q.ravel()).reshape(q.shape)
+        return max_isf_of(models, counts, q.ravel()).reshape(q.shape)
 
     def mean(self) -> float:
         models, counts = self._active()
@@ -410,7 +410,7 @@ def compare(predicted, measured, tau: float | None = None, n: int | None = None,
              "tau": math.nan if tau is None else tau,
              "n": -1 if n is None else int(n), "confidence": confidence}
     if tau is not None:
-        d = float(_depth_term(np.array([int(n)]), int(fanout), depth)[0])
+        d = float(tree_depth_term(np.array([int(n)]), int(fanout), depth)[0])
         depth = int(d) if depth == "tree" else d
         upper = mean_p + 2.0 * tau * depth
         verdict = _theorem1_verdict(interval, mean_p, upper)

@@ -44,8 +44,10 @@ import re
 from pathlib import Path
 
 from ..traces.trace import Trace
-from . import common as _common, ftq, fwq, native, sysjitter
+from . import common as _common
+from . import ftq, fwq, native, sysjitter
 from .common import NotATraceError, strip_gz
+from .events import read_events, write_events
 from .ftq import FTQMeasurement, read_ftq
 from .ftrace import LostEventsWarning, read_ftrace
 from .fwq import read_fwq

@@ -22,20 +22,15 @@ from pathlib import Path
 
 from ..base.checks import check_positive
 from ..traces.trace import UNITS, Trace
+from ..traces.writers import HEADER  # noqa: F401
+from ..traces.writers import write_jitsim as write
 from . import common as _common
 
 __all__ = ["read", "write"]
 
-HEADER = "jitter_duration\tcycles_to_next_jitter"
 _EXPECTED = "<jitter>\t<gap>"
 
 
-def write(trace: Trace, path, *, overwrite: bool = False) -> Path:
-    """Write ``trace`` as a jitSim table (atomic; gzip if ``path`` ends in ``.gz``; an
-    existing file only with ``overwrite=True``)."""
-    return _common.write_two_columns(
-        trace, path, "jitSim", "jitSim format: jitter duration, time to the next jitter",
-        HEADER, "\t", overwrite=overwrite)
 
 
 def _is_header(line: str) -> bool:

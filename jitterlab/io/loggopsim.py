@@ -44,46 +44,19 @@ import numpy as np
 import pandas as pd
 
 from ..traces.events import EventTrace
-from ..traces.trace import OVERLAP_RULES, OverlapError, Trace, absolute_to_rows, snap_to_integers
+from ..traces.trace import OVERLAP_RULES, OverlapError, Trace, absolute_to_rows
+from ..traces.writers import MAX_LINE  # noqa: F401
+from ..traces.writers import write_loggopsim as write
 from . import common as _common
 
 __all__ = ["read", "write", "read_timeline"]
 
 _EXPECTED = "<start ns>\t<duration ns>"
 #: LogGOPSim reads each line into a 1024-byte buffer
-_MAX_LINE = 1023
 
 
-def _nanoseconds(trace: Trace, values: np.ndarray) -> np.ndarray:
-    scale = 1e9 if trace.unit == "s" else 1e9 / trace.frequency_hz
-    return snap_to_integers(np.asarray(values) * scale)
 
 
-def write(trace: Trace, path, *, overwrite: bool = False) -> Path:
-    """Write ``trace`` as a LogGOPSim noise trace (atomic; gzip if ``path`` ends in .gz; an
-    existing file only with ``overwrite=True``)."""
-    fields = _common.header_fields(trace, ("duration_ns",), "LogGOPSim")
-    jitter = _nanoseconds(trace, trace.jitter)
-    cycle = jitter + _nanoseconds(trace, trace.gap)
-    offset = float(snap_to_integers(trace.offset_seconds() * 1e9))
-    start = offset + np.concatenate(([0.0], np.cumsum(cycle)))
-    first, last = np.rint(start[0]), np.rint(start[-1])  # start of this and the next cycle
-    begin = np.rint(start[:-1])
-    end = np.rint(start[:-1] + jitter)
-    if begin[0] < 0:
-        raise ValueError(f"attrs['offset'] must be non-negative to write LogGOPSim, got "
-                         f"{trace.offset_seconds()!r} s")
-    if last >= 2.0**63:
-        raise ValueError("the trace is too long for integer nanoseconds")
-    comments = [f"{_common.MARKER} (LogGOPSim noise format: <start ns>, <duration ns>)",
-                f"# duration_ns: {int(last - first)}", *_common.metadata_lines(fields)]
-    for line in comments:
-        if len(line.encode("utf-8")) > _MAX_LINE:
-            raise ValueError(f"cannot write LogGOPSim: the metadata line {line[:40]!r}... "
-                             f"is longer than the {_MAX_LINE} bytes LogGOPSim reads")
-    rows = map("{}\t{}".format, begin.astype(np.int64).tolist(),
-               (end - begin).astype(np.int64).tolist())
-    return _common.write_text(path, [*comments, *rows], overwrite=overwrite)
 
 
 def read(path, overlap: str = "serialize") -> Trace:

@@ -18,31 +18,34 @@ kind being recognised from the content; any of them may be gzip-compressed.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import numpy as np
 
 from ..traces.trace import Trace, plain_metadata
+from ..traces.writers import (  # noqa: F401  (write_* are this module's public writers)
+    CSV_HEADER,
+    FORMAT_VERSION,
+    NC_FORMAT,
+    NC_JSON_KEYS,
+    NC_NAME,
+    NC_OTHER,
+    NC_RESERVED,
+    PARQUET_KEY,
+    write_csv,
+    write_netcdf,
+    write_parquet,
+)
 from . import common as _common
 
 __all__ = ["read", "write_csv", "write_parquet", "write_netcdf", "binary_kind"]
 
-FORMAT_VERSION = 1
-_HEADER = "jitter,gap"
-_PARQUET_KEY = b"jitterlab"
-_NC_JSON_KEYS = "jitterlab_trace_json_keys"
-_NC_OTHER = "jitterlab_trace_other_attrs"
-_NC_FORMAT = "jitterlab_trace_format"
-_NC_RESERVED = (_NC_JSON_KEYS, _NC_OTHER, _NC_FORMAT)
-_NC_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.@+\-]*\Z")
-_INT64 = np.iinfo(np.int64)
 #: first line or netCDF attribute of other files jitterlab writes -> the reader to name
 _OTHER_FILES = {
     "# jitterlab fwq samples": ("FWQ samples", "jitterlab.measure.read_fwq_samples"),
     "jitterlab_fwq": ("FWQ samples", "jitterlab.measure.read_fwq_samples"),
-    "jitterlab.measure.fwq": ("FWQ samples", "jitterlab.measure.read_fwq_samples"),
-    "jitterlab.measure.pb": ("a Parallel Benchmark result", "jitterlab.measure.read_pb"),
+    "jitterlab.bench.fwq": ("FWQ samples", "jitterlab.measure.read_fwq_samples"),
+    "jitterlab.bench.pb": ("a Parallel Benchmark result", "jitterlab.measure.read_pb"),
 }
 PARQUET_MAGIC = b"PAR1"
 NETCDF3_MAGIC = b"CDF"
@@ -55,15 +58,6 @@ def _not_a_trace(name: str, marker: str) -> _common.NotATraceError:
                                   f"{reader}(path)")
 
 
-# --------------------------------------------------------------------------------------
-# CSV
-# --------------------------------------------------------------------------------------
-def write_csv(trace: Trace, path, *, overwrite: bool = False) -> Path:
-    """Write ``trace`` as jitterlab CSV (atomic; gzip if ``path`` ends in ``.gz``); an
-    existing ``path`` is refused unless ``overwrite``."""
-    return _common.write_two_columns(trace, path, "jitterlab CSV",
-                                     f"jitterlab CSV, version {FORMAT_VERSION}", _HEADER, ",",
-                                     overwrite=overwrite)
 
 
 def _read_csv(path, data: bytes) -> Trace:
@@ -75,15 +69,15 @@ def _read_csv(path, data: bytes) -> Trace:
     lines = [line.removesuffix("\r") for line in text.split("\n")]
     metadata, comments, rows = _common.split_comments(lines)
     if not rows:
-        raise ValueError(f"{name}: expected a header {_HEADER!r} and rows of numbers, "
+        raise ValueError(f"{name}: expected a header {CSV_HEADER!r} and rows of numbers, "
                          "found none")
     number, header = rows[0]
     first = lines[0].strip()
     for marker in _OTHER_FILES:
         if first.startswith(marker):
             raise _not_a_trace(name, marker)
-    if header.replace(" ", "") != _HEADER:
-        raise ValueError(f"{name} line {number}: expected the header {_HEADER!r}, "
+    if header.replace(" ", "") != CSV_HEADER:
+        raise ValueError(f"{name} line {number}: expected the header {CSV_HEADER!r}, "
                          f"got {header!r}")
     values = _common.parse_table(name, rows[1:], ",",
                                  "<jitter>,<gap>")
@@ -95,23 +89,6 @@ def _read_csv(path, data: bytes) -> Trace:
     return _common.make_trace(name, values[:, 0], values[:, 1], unit, frequency_hz, metadata)
 
 
-# --------------------------------------------------------------------------------------
-# Parquet
-# --------------------------------------------------------------------------------------
-def write_parquet(trace: Trace, path, *, overwrite: bool = False) -> Path:
-    """Write ``trace`` as Parquet (atomic; zstd-compressed columns); an existing ``path``
-    is refused unless ``overwrite``."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    fields = _common.header_fields(trace, (), "jitterlab Parquet")
-    document = {"format_version": FORMAT_VERSION, "unit": fields.pop("unit"),
-                "frequency_hz": fields.pop("frequency_hz"), "attrs": fields}
-    table = pa.table({"jitter": pa.array(np.asarray(trace.jitter), pa.float64()),
-                      "gap": pa.array(np.asarray(trace.gap), pa.float64())})
-    table = table.replace_schema_metadata({_PARQUET_KEY: _common.to_json(document)})
-    return _common.atomic_write(
-        path, lambda temp: pq.write_table(table, temp, compression="zstd"), overwrite=overwrite)
 
 
 def _read_parquet(path, data: bytes) -> Trace:
@@ -126,7 +103,7 @@ def _read_parquet(path, data: bytes) -> Trace:
     if not {"jitter", "gap"} <= set(table.column_names):
         raise ValueError(f"{name}: expected columns 'jitter' and 'gap', found "
                          f"{table.column_names}")
-    raw = (table.schema.metadata or {}).get(_PARQUET_KEY)
+    raw = (table.schema.metadata or {}).get(PARQUET_KEY)
     document = json.loads(raw) if raw is not None else {}
     columns = []
     for column in ("jitter", "gap"):
@@ -138,50 +115,8 @@ def _read_parquet(path, data: bytes) -> Trace:
                               document.get("frequency_hz"), document.get("attrs", {}))
 
 
-# --------------------------------------------------------------------------------------
-# netCDF
-# --------------------------------------------------------------------------------------
-def _netcdf_attrs(fields: dict) -> dict:
-    attrs = {_NC_FORMAT: FORMAT_VERSION, "unit": fields.pop("unit")}
-    frequency_hz = fields.pop("frequency_hz")
-    if frequency_hz is not None:
-        attrs["frequency_hz"] = frequency_hz
-    json_keys, other = [], {}
-    for key, value in fields.items():
-        if not _NC_NAME.match(key):
-            other[key] = value
-        elif isinstance(value, str) and "\x00" not in value:
-            attrs[key] = value
-        elif (isinstance(value, float)
-              or (isinstance(value, int) and not isinstance(value, bool)
-                  and _INT64.min <= value <= _INT64.max)):
-            attrs[key] = value
-        else:
-            attrs[key] = _common.to_json(value)
-            json_keys.append(key)
-    if json_keys:
-        attrs[_NC_JSON_KEYS] = _common.to_json(json_keys)
-    if other:
-        attrs[_NC_OTHER] = _common.to_json(other)
-    return attrs
 
 
-def write_netcdf(trace: Trace, path, *, overwrite: bool = False) -> Path:
-    """Write ``trace`` as netCDF through xarray (atomic); an existing ``path`` is refused
-    unless ``overwrite``."""
-    import xarray as xr
-
-    fields = _common.header_fields(trace, _NC_RESERVED, "jitterlab netCDF")
-    variables = {
-        "jitter": ("event", np.asarray(trace.jitter),
-                   {"units": trace.unit, "long_name": "duration of the jitter event"}),
-        "gap": ("event", np.asarray(trace.gap),
-                {"units": trace.unit, "long_name": "undisturbed compute until the next event"}),
-    }
-    dataset = xr.Dataset(variables, attrs=_netcdf_attrs(fields))
-    encoding = {name: {"_FillValue": None} for name in variables}
-    return _common.atomic_write(path, lambda temp: dataset.to_netcdf(temp, encoding=encoding),
-                                overwrite=overwrite)
 
 
 def _python_value(value):
@@ -209,9 +144,9 @@ def _read_netcdf(path, data: bytes) -> Trace:
         raise ValueError(f"{name}: expected variables 'jitter' and 'gap', found "
                          f"{sorted(dataset.data_vars)}")
     attrs = {key: _python_value(value) for key, value in dataset.attrs.items()}
-    attrs.pop(_NC_FORMAT, None)
-    json_keys = json.loads(attrs.pop(_NC_JSON_KEYS, "[]"))
-    other = json.loads(attrs.pop(_NC_OTHER, "{}"))
+    attrs.pop(NC_FORMAT, None)
+    json_keys = json.loads(attrs.pop(NC_JSON_KEYS, "[]"))
+    other = json.loads(attrs.pop(NC_OTHER, "{}"))
     for key in json_keys:
         attrs[key] = json.loads(attrs[key])
     attrs.update(other)

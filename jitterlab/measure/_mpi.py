@@ -71,7 +71,7 @@ def handle(MPI, obj) -> np.int32 | np.int64:
     raise RuntimeError(f"unexpected size of an MPI handle: {size} bytes")
 
 
-def _check_handle(kind, value):
+def check_handle(kind, value):
     if not isinstance(value, types.Integer) or value.bitwidth not in (32, 64):
         raise TypeError(f"{kind} must be an int32 or int64 MPI handle, got {value}")
 
@@ -84,7 +84,7 @@ def call_barrier(typingctx, function, comm):
     """
     if not isinstance(function, types.Integer):
         return None
-    _check_handle("comm", comm)
+    check_handle("comm", comm)
 
     def codegen(context, builder, signature, args):
         address, comm_value = args
@@ -106,8 +106,8 @@ def call_bcast(typingctx, function, buffer, datatype, comm):
         return None
     if not isinstance(buffer, types.Array) or buffer.layout != "C":
         raise TypeError(f"buffer must be a C-contiguous array, got {buffer}")
-    _check_handle("datatype", datatype)
-    _check_handle("comm", comm)
+    check_handle("datatype", datatype)
+    check_handle("comm", comm)
 
     def codegen(context, builder, signature, args):
         address, array_value, datatype_value, comm_value = args
@@ -136,8 +136,8 @@ def _point_to_point(context, builder, function_type, address, array_type, array_
 def _check_point_to_point(buffer, datatype, peer, tag, comm):
     if not isinstance(buffer, types.Array) or buffer.layout != "C":
         raise TypeError(f"buffer must be a C-contiguous array, got {buffer}")
-    _check_handle("datatype", datatype)
-    _check_handle("comm", comm)
+    check_handle("datatype", datatype)
+    check_handle("comm", comm)
     for kind, value in (("peer", peer), ("tag", tag)):
         if not isinstance(value, types.Integer) or value.bitwidth != 32:
             raise TypeError(f"{kind} must be an int32, got {value}")

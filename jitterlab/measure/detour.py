@@ -50,7 +50,7 @@ __all__ = ["detour", "read_detour", "detour_table", "read_kernel_events", "probe
 
 logger = logging.getLogger(__name__)
 
-SOURCE = "jitterlab.measure.detour"
+SOURCE = "jitterlab.bench.detour"  # the files' format marker: unchanged since the package was named bench
 KIND = "detour"
 #: default threshold: this many times the minimum loop time t_min ...
 THRESHOLD_TMIN_FACTOR = 10
@@ -185,7 +185,7 @@ def detour(duration: float, cpu: int | None = None, threshold: float | None = No
         shorter than the threshold), then ``gap_i = start_{i+1} − end_i``; the last gap
         runs to the end of the measurement and wraps around to the idle time before the
         first event (``attrs["offset"]``), so the trace lasts exactly the measured time.
-        ``attrs``: ``source`` = ``"jitterlab.measure.detour"``, ``t_min``,
+        ``attrs``: ``source`` = ``"jitterlab.bench.detour"``, ``t_min``,
         ``median_loop_time`` (the resolution), ``mean_loop_time`` (undisturbed mean of
         the run) and ``threshold`` [s], ``threshold_cycles``, ``cpu``, ``host``,
         ``kernel`` (``platform.release()``), ``cpu_model``, ``collected_at`` (ISO UTC),
@@ -254,7 +254,7 @@ def detour(duration: float, cpu: int | None = None, threshold: float | None = No
                           "{postfix}")
     with contextlib.ExitStack() as stack:
         stack.enter_context(bar)
-        interrupt = stack.enter_context(_DeferredInterrupt())
+        interrupt = stack.enter_context(DeferredInterrupt())
         stack.enter_context(pinned(cpu))
         calibration = calibrate_tsc()
         frequency = calibration.frequency_hz
@@ -398,7 +398,7 @@ def _summary(chunks: list[dict], frequency: float) -> dict:
             "finished_at": utc_now()}
 
 
-class _DeferredInterrupt:
+class DeferredInterrupt:
     """While active (main thread only), SIGINT sets ``requested`` instead of raising."""
 
     def __init__(self):

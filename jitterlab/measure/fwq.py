@@ -30,7 +30,7 @@ from ._tsc import calibrate_tsc, check_cycle_counter, read_tsc
 __all__ = ["fwq", "lcg_work", "read_fwq_samples", "write_fwq_samples", "LCG_A", "LCG_B",
            "LCG_P", "SOURCE"]
 
-SOURCE = "jitterlab.measure.fwq"
+SOURCE = "jitterlab.bench.fwq"  # the files' format marker: unchanged since the package was named bench
 #: multiplier, increment and modulus of the LCG: Park & Miller's "minimal standard"
 #: generator as revised in 1993 (C++ ``std::minstd_rand``), x ← 48271·x mod (2^31 − 1).
 #: The modulus is prime on purpose: with a power of two the compiler may merge successive
@@ -55,7 +55,7 @@ FORMAT_VERSION = 1
 
 
 @numba.njit(cache=True)
-def _lcg(iterations, x):
+def lcg_steps(iterations, x):
     for _ in range(iterations):
         x = (LCG_A * x + LCG_B) % LCG_P
     return x
@@ -114,7 +114,7 @@ def lcg_work(iterations: int, seed: int = 1) -> int:
     """
     iterations = check_integer("iterations", iterations, 0)
     seed = _check_seed(seed)
-    return int(_lcg(np.int64(iterations), np.int64(seed)))
+    return int(lcg_steps(np.int64(iterations), np.int64(seed)))
 
 
 @numba.njit(cache=True)
@@ -122,13 +122,13 @@ def _fwq_loop(iterations, x, out):
     """Time ``out.size`` quanta of ``iterations`` LCG steps each [cycles]; returns x."""
     for i in range(out.size):
         begin = read_tsc()
-        x = _lcg(iterations, x)
+        x = lcg_steps(iterations, x)
         end = read_tsc()
         out[i] = end - begin
     return x
 
 
-class _Quanta:
+class Quanta:
     """Times quanta of the LCG on the calling thread, chaining the LCG state."""
 
     def __init__(self, seed: int, trials: int):
@@ -152,7 +152,7 @@ class _Quanta:
         return int(least)
 
 
-def _calibrate(quanta: _Quanta, work_cycles: float, frequency: float) -> dict:
+def calibrate_quanta(quanta: Quanta, work_cycles: float, frequency: float) -> dict:
     """Number of LCG iterations whose undisturbed quantum lasts ``work_cycles``.
 
     Fits time = overhead + slope·iterations on minima of a few trials, then corrects
@@ -218,7 +218,7 @@ def fwq(work: float, samples: int, cpu: int | None = None, kernel: str = "lcg",
     jitterlab.noise.Empirical
         The law of the measured quantum times ``w + δ`` [s], with two extra attributes:
         ``sequence`` (the samples in the order they were measured, read-only) and
-        ``attrs`` (dict): ``source`` = ``"jitterlab.measure.fwq"``, ``work`` [s],
+        ``attrs`` (dict): ``source`` = ``"jitterlab.bench.fwq"``, ``work`` [s],
         ``samples``, ``cpu``, ``frequency_hz`` [Hz], ``work_kernel`` (``"lcg"``) with
         ``lcg_a``, ``lcg_b``, ``lcg_p`` and ``seed``; the calibration: ``iterations``,
         ``calibrated_work`` [s], ``cycles_per_iteration``, ``timing_overhead`` [s],
@@ -268,8 +268,8 @@ def fwq(work: float, samples: int, cpu: int | None = None, kernel: str = "lcg",
     with bar, pinned(cpu):
         calibration = calibrate_tsc()
         frequency = calibration.frequency_hz
-        quanta = _Quanta(seed, _TRIALS)
-        fit = _calibrate(quanta, work * frequency, frequency)
+        quanta = Quanta(seed, _TRIALS)
+        fit = calibrate_quanta(quanta, work * frequency, frequency)
         collected_at = utc_now()
         x = quanta.x
         for begin in range(0, samples, block):

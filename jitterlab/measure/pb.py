@@ -55,8 +55,8 @@ from ._ranks import (
     run_metadata,
 )
 from ._tsc import calibrate_tsc, check_cycle_counter, read_tsc
-from .detour import _DeferredInterrupt
-from .fwq import LCG_A, LCG_B, LCG_P, _calibrate, _lcg, _Quanta
+from .detour import DeferredInterrupt
+from .fwq import LCG_A, LCG_B, LCG_P, Quanta, calibrate_quanta, lcg_steps
 
 __all__ = ["parallel_benchmark", "read_pb", "write_pb", "histogram_law", "default_hist_bins",
            "is_pb_file",
@@ -65,7 +65,7 @@ __all__ = ["parallel_benchmark", "read_pb", "write_pb", "histogram_law", "defaul
 
 logger = logging.getLogger(__name__)
 
-SOURCE = "jitterlab.measure.pb"
+SOURCE = "jitterlab.bench.pb"  # the files' format marker: unchanged since the package was named bench
 KIND = "pb"
 #: suffix of the chunk directory next to the output file
 STORE_SUFFIX = ".pb"
@@ -129,7 +129,7 @@ def _pb_loop(barrier, bcast, comm, double, lcg_iterations, x, waits, count, broa
         if status != 0:
             break
         t_s = read_tsc()
-        x = _lcg(lcg_iterations, x)
+        x = lcg_steps(lcg_iterations, x)
         t_f = read_tsc()
         status = call_barrier(barrier, comm)
         t_e = read_tsc()
@@ -209,8 +209,8 @@ def _set_up_rank(work: float, MPI) -> dict:
     check_cycle_counter()
     calibration = calibrate_tsc()
     frequency = calibration.frequency_hz
-    quanta = _Quanta(_LCG_SEED, _TRIALS)
-    fit = _calibrate(quanta, work * frequency, frequency)
+    quanta = Quanta(_LCG_SEED, _TRIALS)
+    fit = calibrate_quanta(quanta, work * frequency, frequency)
     barrier, bcast = mpi_functions(MPI)
     return {"frequency_hz": frequency, "tsc_calibration_spread": calibration.relative_spread,
             "tsc_invariant": calibration.invariant, "fit": fit, "x": quanta.x,
@@ -462,7 +462,7 @@ def _run(comm, MPI, work, duration, output, random_wait, broadcast, max_wait, se
     if root and placement["oversubscribed"]:
         logger.warning("more MPI ranks than CPUs on a host: the ranks share CPUs, so the "
                        "noise they measure is no longer independent across ranks")
-    with _DeferredInterrupt() as interrupt, pinned(placement["this_cpu"]):
+    with DeferredInterrupt() as interrupt, pinned(placement["this_cpu"]):
         setup = collectively(comm, _set_up_rank, work, MPI)
         frequency = setup["frequency_hz"]
         fit = setup["fit"]

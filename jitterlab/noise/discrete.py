@@ -16,9 +16,9 @@ from scipy import optimize, stats
 
 from ..base.checks import check_integer
 from ..base.integrate import max_isf_single, quantile_tail_integral
-from .kernels import step_sum_one_minus_power
 from ..base.threads import kernel_threads
 from ._base import NoiseModel, check_positive, check_probability
+from .kernels import step_sum_one_minus_power
 
 _PARALLEL_MIN_STEPS = 16384  # fewer steps of the CDF: one thread (jitterlab.base.threads)
 __all__ = ["Discrete", "Bernoulli", "Empirical", "Histogram", "TailedEmpirical",

@@ -14,15 +14,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import collective_kernels as _collkernels
 from ..base.checks import check_integer
+from . import collective_kernels as _collkernels
 from .message import Message
 
 __all__ = ["Dissemination", "RecursiveDoubling"]
 
 
 @dataclass(frozen=True)
-class _RoundCollective:
+class RoundCollective:
     message: Message = field(default_factory=Message)
 
     _kind = -1
@@ -77,7 +77,7 @@ class _RoundCollective:
 
 
 @dataclass(frozen=True)
-class Dissemination(_RoundCollective):
+class Dissemination(RoundCollective):
     """Dissemination barrier (Hensgen, Finkel & Manber): ⌈log2 N⌉ rounds, no root.
 
     In round k task r sends to (r + 2^k) mod N, then receives from (r − 2^k) mod N.
@@ -100,7 +100,7 @@ class Dissemination(_RoundCollective):
 
 
 @dataclass(frozen=True)
-class RecursiveDoubling(_RoundCollective):
+class RecursiveDoubling(RoundCollective):
     """Recursive-doubling all-reduce: log2 N rounds of pairwise exchange.
 
     In round k task r sends to r XOR 2^k, then receives from it. For N not a power of

@@ -15,16 +15,18 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import xarray as xr
 
-from . import collective_kernels as _collkernels, event_output as _simevents, replay_kernels as _simkernels
 from ..base.checks import check_integer, check_positive
+from ..base.limits import check_allow_large, check_memory
 from ..base.provenance import provenance_attrs
 from ..base.rng import RngLike, as_generator, seed_from
-from .replay_kernels import PARALLEL_MIN_TASKS
-from .collectives import _RoundCollective
-from ..base.limits import check_allow_large, check_memory
-from .message import Message
 from ..base.threads import kernel_threads
 from ..traces.trace import Trace
+from . import collective_kernels as _collkernels
+from . import event_output as _simevents
+from . import replay_kernels as _simkernels
+from .collectives import RoundCollective
+from .message import Message
+from .replay_kernels import PARALLEL_MIN_TASKS
 
 __all__ = ["TreeBarrier", "simulate", "draw_offsets", "tree_levels"]
 
@@ -378,7 +380,7 @@ def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="r
     counts = _as_counts(n)
     work = check_positive("work", work)
     phases = check_integer("phases", phases, 1)
-    if barrier is not None and not isinstance(barrier, TreeBarrier | _RoundCollective):
+    if barrier is not None and not isinstance(barrier, TreeBarrier | RoundCollective):
         raise TypeError(f"barrier must be None, a jl.TreeBarrier, jl.Dissemination or "
                         f"jl.RecursiveDoubling, got {type(barrier).__name__}")
     events = isinstance(detail, str) and detail == "events"
@@ -463,7 +465,7 @@ def _event_trace(barrier, compute, end_times, op_ends, work, attrs):
     """
     if barrier is None:
         return _simevents.barrier_free_events(compute, end_times, work, **attrs)
-    if isinstance(barrier, _RoundCollective):
+    if isinstance(barrier, RoundCollective):
         message = barrier.message
         n = compute.shape[1]
         partners = np.array([[_collkernels.partner(barrier._kind, n, k, task)

@@ -318,7 +318,7 @@ def synthetic_trace(duration: float, tick_hz: float = 250.0, tick_duration: floa
     ticks, periodic, interrupts = _standard_sources(
         tick_hz, tick_duration, tick_spread, daemons, interrupt_rate, interrupt_alpha,
         interrupt_scale, interrupt_cap)
-    attrs = {"source": "synthetic", "generator": "jitterlab.traces.synthetic.synthetic_trace",
+    attrs = {"source": "synthetic", "generator": "jitterlab.synthetic.synthetic_trace",
              **_parameters(duration=duration, tick_hz=tick_hz, tick_duration=tick_duration,
                            tick_spread=tick_spread, daemons=daemons,
                            interrupt_rate=interrupt_rate,
@@ -429,7 +429,7 @@ interrupt_scale, interrupt_cap
     pieces = [source.events(duration, gen) for source in ticks]
     released = [source.events(duration, gen) for source in periodic]
     pieces.append(interrupts.events(duration, gen))
-    attrs = {"source": "synthetic", "generator": "jitterlab.traces.synthetic.coscheduled_trace",
+    attrs = {"source": "synthetic", "generator": "jitterlab.synthetic.coscheduled_trace",
              **_parameters(duration=duration, window=window, low_fraction=low_fraction,
                            tick_hz=tick_hz,
                            tick_duration=tick_duration, tick_spread=tick_spread, daemons=daemons,
@@ -613,7 +613,7 @@ def jitsim_trace(duration: float, keep=JITSIM_SOURCES, *,
     free, released = _node_events(duration, keep, streams, tick_hz, tick_duration,
                                   tick_spread, interrupt_rate, interrupt_alpha,
                                   interrupt_scale, interrupt_cap, processes)
-    attrs = {"source": "synthetic", "generator": "jitterlab.traces.synthetic.jitsim_trace",
+    attrs = {"source": "synthetic", "generator": "jitterlab.synthetic.jitsim_trace",
              "sources": list(keep),
              **_parameters(duration=duration, tick_hz=tick_hz, tick_duration=tick_duration,
                            tick_spread=tick_spread, interrupt_rate=interrupt_rate,
@@ -704,7 +704,7 @@ def jitsim_coscheduled_trace(duration: float, keep=JITSIM_SOURCES, *,
         released.append(PeriodicSource(period, length, name="ntpdate").events(duration,
                                                                               streams[3]))
     attrs = {"source": "synthetic",
-             "generator": "jitterlab.traces.synthetic.jitsim_coscheduled_trace",
+             "generator": "jitterlab.synthetic.jitsim_coscheduled_trace",
              "sources": list(keep),
              **_parameters(duration=duration, window=window, low_fraction=low_fraction,
                            coscheduler_daemon=coscheduler_daemon,

@@ -17,17 +17,15 @@ References
 from __future__ import annotations
 
 import copy
-import datetime as _dt
 import math
 import numbers
-import os
-from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ..base.checks import check_positive
+from .values import plain_metadata, snap_to_integers
 
 __all__ = ["Trace"]
 
@@ -41,40 +39,6 @@ _STAT_UNITS = {"n_events": "1", "duration": "s", "event_rate": "1/s", "noise_fra
                "p99_jitter": "s", "p999_jitter": "s", "max_jitter": "s", "mean_gap": "s"}
 
 
-# --------------------------------------------------------------------------------------
-# metadata: kept JSON-compatible so that every file format stores it without loss
-# --------------------------------------------------------------------------------------
-def plain_metadata(value, where: str = "attrs"):
-    """Return ``value`` as plain JSON-compatible Python data, or raise TypeError.
-
-    Datetimes and dates become ISO 8601 strings, numpy scalars Python numbers, tuples
-    and arrays lists, paths strings; dict keys must be strings.
-    """
-    if value is None or isinstance(value, bool | str):
-        return value
-    if isinstance(value, np.bool_):
-        return bool(value)
-    if isinstance(value, int | np.integer):
-        return int(value)
-    if isinstance(value, float | np.floating):
-        return float(value)
-    if isinstance(value, _dt.datetime | _dt.date | _dt.time):
-        return value.isoformat()
-    if isinstance(value, np.datetime64):
-        return pd.Timestamp(value).isoformat()
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    if isinstance(value, Mapping):
-        out = {}
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise TypeError(f"{where}: keys must be strings, got {key!r}")
-            out[key] = plain_metadata(item, f"{where}[{key!r}]")
-        return out
-    if isinstance(value, list | tuple | np.ndarray):
-        return [plain_metadata(item, f"{where}[{i}]") for i, item in enumerate(value)]
-    raise TypeError(f"{where}: cannot store a {type(value).__name__} value in trace metadata; "
-                     "use str, numbers, bool, None, lists, dicts or datetimes")
 
 
 def _check_frequency(frequency_hz) -> float | None:
@@ -118,16 +82,6 @@ def _describe_values(raw: np.ndarray) -> str:
     return f"{type(first).__name__} values such as {first!r}" if raw.size else repr(raw)
 
 
-def snap_to_integers(values: np.ndarray, ulps: float = 4.0) -> np.ndarray:
-    """Round values that lie within a few units in the last place of an integer.
-
-    Undoes the rounding of a unit conversion (cycles → seconds → cycles), so that
-    integer counts come back exactly.
-    """
-    values = np.asarray(values, dtype=np.float64)
-    nearest = np.rint(values)
-    close = np.abs(values - nearest) <= ulps * np.finfo(np.float64).eps * np.abs(values)
-    return np.where(close, nearest, values)
 
 
 class OverlapError(ValueError):
@@ -564,30 +518,30 @@ class Trace:
         Like every ``to_*`` writer, it refuses to replace an existing file unless
         ``overwrite=True``; the file appears whole or not at all (atomic).
         """
-        from ..io import native
+        from .writers import write_csv
 
-        return native.write_csv(self, path, overwrite=overwrite)
+        return write_csv(self, path, overwrite=overwrite)
 
     def to_parquet(self, path, *, overwrite: bool = False) -> Path:
         """Write Parquet (metadata as JSON in the schema metadata); lossless."""
-        from ..io import native
+        from .writers import write_parquet
 
-        return native.write_parquet(self, path, overwrite=overwrite)
+        return write_parquet(self, path, overwrite=overwrite)
 
     def to_netcdf(self, path, *, overwrite: bool = False) -> Path:
         """Write netCDF via xarray (dimension ``event``); lossless."""
-        from ..io import native
+        from .writers import write_netcdf
 
-        return native.write_netcdf(self, path, overwrite=overwrite)
+        return write_netcdf(self, path, overwrite=overwrite)
 
     def to_jitsim(self, path, *, overwrite: bool = False) -> Path:
         """Write jitSim's two-column table (values in :attr:`unit`); lossless."""
-        from ..io import jitsim
+        from .writers import write_jitsim
 
-        return jitsim.write(self, path, overwrite=overwrite)
+        return write_jitsim(self, path, overwrite=overwrite)
 
     def to_loggopsim(self, path, *, overwrite: bool = False) -> Path:
         """Write a LogGOPSim noise trace (``<start ns>\\t<duration ns>``); rounds to 1 ns."""
-        from ..io import loggopsim
+        from .writers import write_loggopsim
 
-        return loggopsim.write(self, path, overwrite=overwrite)
+        return write_loggopsim(self, path, overwrite=overwrite)

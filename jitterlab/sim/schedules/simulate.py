@@ -12,8 +12,8 @@ import numpy as np
 import xarray as xr
 
 from ...base.rng import as_generator, seed_from
-from ..message import Message
 from ...traces.trace import Trace
+from ..message import Message
 from . import kernel
 from .loggops import LogGOPS
 from .schedule import ANY_SOURCE, ANY_TAG, CALC, KIND_NAMES, RECV, SEND, Schedule
