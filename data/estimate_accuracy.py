@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 import jitterlab as jl
-from jitterlab.measure._chunks import append_csv_row
+from jitterlab.io.chunks import append_csv_row
 
 OUT = Path(__file__).with_name("estimate_accuracy.csv")
 RANKS = (32, 128, 512, 2048)

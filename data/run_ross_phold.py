@@ -64,7 +64,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import jitterlab as jl
-from jitterlab.measure._chunks import append_csv_row
+from jitterlab.io.chunks import append_csv_row
 
 HERE = Path(__file__).resolve().parent
 DUTYHOG_SOURCE = HERE / "dutyhog.c"

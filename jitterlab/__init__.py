@@ -3,52 +3,104 @@
 Three methods side by side: distribution-based max-of-N (:func:`max_of_n`), the
 Theorem 1 bounds of Garg & De (:func:`theorem1_bounds`), and trace-driven simulation
 of jitter traces (:class:`Trace`, :func:`simulate`).
+
+The package is arranged by topic (``docs/architecture.md``): ``base`` (checks, random
+streams, files), ``traces`` (the jitter and event traces), ``noise`` (noise laws),
+``io`` (reading recordings), ``measure`` (making them), ``sim`` (the replay engine, the
+barriers, collectives and GOAL schedules), ``analytic`` (max-of-N and Theorem 1),
+``apps`` (wavefront, Time Warp), ``compare`` (validation, estimation, attribution),
+and on top plotting, sweeps, the explorer, ``reproduce`` and the CLI. The names below are
+imported on first use, so ``import jitterlab`` itself is quick.
 """
 
+from __future__ import annotations
+
+import importlib
+import sys
+import types
 from importlib.metadata import PackageNotFoundError, version
 
-from . import apps, datasets, io, noise
-from . import measure as bench
-from .analytic import correlated
-from .analytic.bounds import arrival_offsets, barrier_time, theorem1_bounds, tree_depth
-from .analytic.maxofn import max_of_n
-from .compare import attribution, causes, characterize, counters, estimate, validate
-from .compare.attribution import attribute_detours
-from .explore import explore
-from .io import read_trace
-from .io.events import read_events, write_events
-from .sim.collectives import Dissemination, RecursiveDoubling
-from .sim.message import Message
-from .sim.simulate import TreeBarrier, simulate
-from .sweep import sweep
-from .traces import synthetic
-from .traces.events import EventTrace
-from .traces.synthetic import (
-    coscheduled_trace,
-    jitsim_coscheduled_trace,
-    jitsim_trace,
-    synthetic_trace,
-)
-from .traces.trace import Trace
+from . import old_paths
+
+old_paths.install()
+
+#: public name -> (module, attribute); attribute None: the module itself
+_PUBLIC: dict[str, tuple[str, str | None]] = {
+    "noise": ("jitterlab.noise", None),
+    "io": ("jitterlab.io", None),
+    "apps": ("jitterlab.apps", None),
+    "datasets": ("jitterlab.datasets", None),
+    "bench": ("jitterlab.measure", None),
+    "synthetic": ("jitterlab.traces.synthetic", None),
+    "causes": ("jitterlab.compare.causes", None),
+    "characterize": ("jitterlab.compare.characterize", None),
+    "validate": ("jitterlab.compare.validate", None),
+    "correlated": ("jitterlab.analytic.correlated", None),
+    "counters": ("jitterlab.compare.counters", None),
+    "estimate": ("jitterlab.compare.estimate", None),
+    "attribution": ("jitterlab.compare.attribution", None),
+    "max_of_n": ("jitterlab.analytic.maxofn", "max_of_n"),
+    "theorem1_bounds": ("jitterlab.analytic.bounds", "theorem1_bounds"),
+    "arrival_offsets": ("jitterlab.analytic.bounds", "arrival_offsets"),
+    "barrier_time": ("jitterlab.analytic.bounds", "barrier_time"),
+    "tree_depth": ("jitterlab.sim.barriers", "tree_depth"),
+    "Trace": ("jitterlab.traces.trace", "Trace"),
+    "EventTrace": ("jitterlab.traces.events", "EventTrace"),
+    "read_trace": ("jitterlab.io", "read_trace"),
+    "read_events": ("jitterlab.io.events", "read_events"),
+    "write_events": ("jitterlab.io.events", "write_events"),
+    "synthetic_trace": ("jitterlab.traces.synthetic", "synthetic_trace"),
+    "coscheduled_trace": ("jitterlab.traces.synthetic", "coscheduled_trace"),
+    "jitsim_trace": ("jitterlab.traces.synthetic", "jitsim_trace"),
+    "jitsim_coscheduled_trace": ("jitterlab.traces.synthetic", "jitsim_coscheduled_trace"),
+    "simulate": ("jitterlab.sim.simulate", "simulate"),
+    "TreeBarrier": ("jitterlab.sim.barriers", "TreeBarrier"),
+    "Dissemination": ("jitterlab.sim.collectives", "Dissemination"),
+    "RecursiveDoubling": ("jitterlab.sim.collectives", "RecursiveDoubling"),
+    "Message": ("jitterlab.sim.message", "Message"),
+    "Schedule": ("jitterlab.sim.schedules", "Schedule"),
+    "read_goal": ("jitterlab.sim.schedules", "read_goal"),
+    "LogGOPS": ("jitterlab.sim.schedules", "LogGOPS"),
+    "simulate_schedule": ("jitterlab.sim.schedules", "simulate_schedule"),
+    "sweep": ("jitterlab.sweep", "sweep"),
+    "explore": ("jitterlab.explore", "explore"),
+    "attribute_detours": ("jitterlab.compare.attribution", "attribute_detours"),
+}
 
 try:
     __version__ = version("jitterlab")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0+unknown"
 
-__all__ = [
-    "noise", "max_of_n", "theorem1_bounds", "tree_depth", "arrival_offsets", "barrier_time",
-    "Trace", "read_trace", "synthetic_trace", "coscheduled_trace", "jitsim_trace",
-    "jitsim_coscheduled_trace", "simulate", "TreeBarrier", "Dissemination", "RecursiveDoubling",
-    "io", "synthetic", "bench", "causes", "characterize", "validate", "datasets", "__version__",
-    "correlated", "counters", "Message", "apps", "estimate", "EventTrace", "read_events",
-    "write_events", "sweep", "explore", "attribution", "attribute_detours",
-]
+__all__ = [*_PUBLIC, "__version__"]
 
-from .sim.schedules import Schedule, read_goal  # noqa: E402  (GOAL schedules, issue #23)
 
-__all__ += ["Schedule", "read_goal"]
+def __getattr__(name: str):
+    """Import a public name on first use (PEP 562) and keep it."""
+    try:
+        module_name, attribute = _PUBLIC[name]
+    except KeyError:
+        raise AttributeError(f"module 'jitterlab' has no attribute {name!r}") from None
+    module = importlib.import_module(module_name)
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value
+    return value
 
-from .sim.schedules import LogGOPS, simulate_schedule  # noqa: E402  (GOAL schedules, issue #23)
 
-__all__ += ["LogGOPS", "simulate_schedule"]
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+class _Package(types.ModuleType):
+    """The package module: importing a submodule that shares a public function's name
+    (``jitterlab.sweep``, ``jitterlab.explore``, the old path ``jitterlab.simulate``)
+    must not replace the function by the module."""
+
+    def __setattr__(self, name, value):
+        if (isinstance(value, types.ModuleType) and name in _PUBLIC
+                and _PUBLIC[name][1] is not None):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

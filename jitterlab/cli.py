@@ -521,8 +521,8 @@ def _suffix(path: Path) -> str:
 
 
 def _measure_detour(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from .io.chunks import is_store, remove_store
     from .measure import CycleCounterError, TracefsError, detour, read_detour
-    from .measure._chunks import is_store, remove_store
 
     output: Path = args.output
     suffix = _suffix(output)
@@ -847,8 +847,8 @@ def _add_info_parser(commands) -> None:
 
 def _info(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from .io import read_trace
+    from .io.chunks import store_kind
     from .measure import read_bsp, read_detour, read_fwq_samples, read_pb
-    from .measure._chunks import store_kind
     from .measure.bsp import is_bsp_file
     from .measure.fwq import is_fwq_samples_file
     from .measure.latency import is_latency_file, read_latency
@@ -995,7 +995,7 @@ def _add_stationarity_parser(commands) -> None:
 
 
 def _stationarity(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from .compare.stationarity import report_recordings
+    from .recording_checks import report_recordings
 
     if args.output is not None and args.output.exists():
         parser.error(f"{args.output} exists; remove it first (nothing is overwritten)")

@@ -32,9 +32,10 @@ from .analytic.maxofn import max_of_n
 from .base.checks import check_integer, check_positive
 from .base.threads import kernel_threads
 from .noise import NoiseModel, Periodic, from_trace
+from .sim.barriers import TreeBarrier
 from .sim.collectives import Dissemination, RecursiveDoubling
 from .sim.message import Message
-from .sim.simulate import TreeBarrier, simulate
+from .sim.simulate import simulate
 from .traces.trace import Trace
 
 __all__ = ["explore", "explore_values", "law_trace", "make_barrier", "plot_explore",

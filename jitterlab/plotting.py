@@ -528,7 +528,8 @@ def timeline_segments(trace, starts, work: float, barrier=None, phases: int = 1
     >>> segments[segments.kind == "compute"].end.tolist()
     [130.0, 165.0]
     """
-    from .sim.simulate import TreeBarrier, simulate
+    from .sim.barriers import TreeBarrier
+    from .sim.simulate import simulate
 
     jitter = np.asarray(trace.jitter_seconds, dtype=float)
     gap = np.asarray(trace.gap_seconds, dtype=float)

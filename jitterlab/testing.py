@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from .sim.simulate import TreeBarrier, draw_offsets
+from .sim.barriers import TreeBarrier
+from .sim.replay import draw_offsets
 
 __all__ = ["simulate_reference", "walk", "walk_from_row", "wavefront_reference"]
 

@@ -20,44 +20,15 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "jitterlab"
 
-#: circles known on 2026-11-25 (sorted module names of each), to be broken by issue #21
-KNOWN_CIRCLES: set[tuple[str, ...]] = {
-    ('jitterlab.analytic.bounds', 'jitterlab.simulate'),
-    ('jitterlab.traces.events', 'jitterlab.io.common', 'jitterlab.io.jitsim',
-     'jitterlab.io.loggopsim', 'jitterlab.io.native', 'jitterlab.io.otf2', 'jitterlab.traces.trace'),
-}
+#: the layers, bottom first: a module may import its own layer and the ones below it
+#: (``jitterlab`` itself and the modules at the top of the package form the last layer)
+LAYERS: tuple[str, ...] = (
+    "jitterlab.base", "jitterlab.traces", "jitterlab.noise", "jitterlab.io", "jitterlab.sim",
+    "jitterlab.analytic", "jitterlab.measure", "jitterlab.apps", "jitterlab.compare",
+)
 
-#: private names imported across modules on 2026-11-25: (importer, source, name)
-KNOWN_PRIVATE: set[tuple[str, str, str]] = {
-    ('jitterlab.sim.collective_kernels', 'jitterlab.apps.wavefront_kernels', '_CLOCK'),
-    ('jitterlab.sim.collective_kernels', 'jitterlab.apps.wavefront_kernels', '_NEXT'),
-    ('jitterlab.sim.collective_kernels', 'jitterlab.apps.wavefront_kernels', '_PREV_END'),
-    ('jitterlab.sim.collective_kernels', 'jitterlab.apps.wavefront_kernels', '_busy'),
-    ('jitterlab.sim.collective_kernels', 'jitterlab.apps.wavefront_kernels', '_quick'),
-    ('jitterlab.apps.wavefront_kernels', 'jitterlab.sim.replay_kernels', '_JITTER'),
-    ('jitterlab.apps.wavefront_kernels', 'jitterlab.sim.replay_kernels', '_START'),
-    ('jitterlab.apps.timewarp', 'jitterlab.simulate', '_as_counts'),
-    ('jitterlab.apps.wavefront', 'jitterlab.simulate', '_offsets'),
-    ('jitterlab.apps.wavefront', 'jitterlab.simulate', '_trace_table'),
-    ('jitterlab.measure.bsp', 'jitterlab.measure._mpi', '_check_handle'),
-    ('jitterlab.measure.bsp', 'jitterlab.measure.detour', '_DeferredInterrupt'),
-    ('jitterlab.measure.latency', 'jitterlab.measure.detour', '_DeferredInterrupt'),
-    ('jitterlab.measure.pb', 'jitterlab.measure.detour', '_DeferredInterrupt'),
-    ('jitterlab.measure.pb', 'jitterlab.measure.fwq', '_Quanta'),
-    ('jitterlab.measure.pb', 'jitterlab.measure.fwq', '_calibrate'),
-    ('jitterlab.measure.pb', 'jitterlab.measure.fwq', '_lcg'),
-    ('jitterlab.analytic.bounds', 'jitterlab.sim.collectives', '_RoundCollective'),
-    ('jitterlab.analytic.bounds', 'jitterlab.analytic.maxofn', '_as_models'),
-    ('jitterlab.analytic.bounds', 'jitterlab.analytic.maxofn', '_as_n'),
-    ('jitterlab.analytic.correlated', 'jitterlab.analytic.maxofn', '_log_cdf_of_max'),
-    ('jitterlab.simulate', 'jitterlab.sim.collectives', '_RoundCollective'),
-    ('jitterlab.compare.validate', 'jitterlab.analytic.bounds', '_depth_term'),
-    ('jitterlab.compare.validate', 'jitterlab.analytic.maxofn', '_as_models'),
-    ('jitterlab.compare.validate', 'jitterlab.analytic.maxofn', '_as_n'),
-    ('jitterlab.compare.validate', 'jitterlab.analytic.maxofn', '_log_cdf_of_max'),
-    ('jitterlab.compare.validate', 'jitterlab.analytic.maxofn', '_max_isf'),
-    ('jitterlab.compare.validate', 'jitterlab.analytic.maxofn', '_one_minus_cdf_of_max'),
-}
+#: imports that point upward today, each with its reason; issue #21 empties this too
+KNOWN_UPWARD: set[tuple[str, str]] = set()
 
 
 def module_name(path: Path) -> str:
@@ -80,12 +51,26 @@ def resolve(importer: str, is_package: bool, level: int, target: str | None) -> 
     return ".".join(base + ([target] if target else []))
 
 
+def _runtime_nodes(tree):
+    """Every node except those under ``if TYPE_CHECKING:`` (annotations only, never run)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if (isinstance(child, ast.If) and isinstance(child.test, ast.Name)
+                    and child.test.id == "TYPE_CHECKING"):
+                stack.extend(child.orelse)
+                continue
+            stack.append(child)
+
+
 def imports(known: dict[str, Path]):
     """(importer, imported module, name or None) for every import inside the package."""
     for name, path in known.items():
         is_package = path.name == "__init__.py"
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for node in ast.walk(tree):
+        for node in _runtime_nodes(tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.name == "jitterlab" or alias.name.startswith("jitterlab."):
@@ -156,26 +141,47 @@ def private_crossings() -> set[tuple[str, str, str]]:
             and source != importer}
 
 
-def test_circles_are_only_the_known_ones():
-    now = circles(graph())
-    new = sorted(now - KNOWN_CIRCLES)
-    gone = sorted(KNOWN_CIRCLES - now)
-    assert not new, f"new import circle(s): {new}"
-    assert not gone, f"circle(s) no longer there, remove them from KNOWN_CIRCLES: {gone}"
+def layer(module: str) -> int:
+    """Index of the layer of ``module`` in :data:`LAYERS` (the top: ``len(LAYERS)``)."""
+    for index, package in enumerate(LAYERS):
+        if module == package or module.startswith(package + "."):
+            return index
+    return len(LAYERS)
+
+
+def upward_imports(edges: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """(importer, imported) pairs where the imported module sits in a higher layer."""
+    return {(importer, target) for importer, targets in edges.items() for target in targets
+            if layer(target) > layer(importer)}
+
+
+def test_no_import_circles():
+    found = sorted(circles(graph()))
+    assert not found, f"import circle(s), each a group of modules that import each other: {found}"
 
 
 def test_private_names_stay_in_their_module():
-    now = private_crossings()
-    new = sorted(now - KNOWN_PRIVATE)
-    gone = sorted(KNOWN_PRIVATE - now)
-    assert not new, ("private name(s) imported across modules (importer, source, name): "
-                     f"{new}")
-    assert not gone, f"no longer imported, remove from KNOWN_PRIVATE: {gone}"
+    found = sorted(private_crossings())
+    assert not found, ("private name(s) imported across modules (importer, source, name): "
+                       f"{found}")
 
 
-def test_the_checker_finds_a_circle_and_a_crossing(tmp_path):
+def test_dependencies_point_down_the_layers():
+    now = upward_imports(graph())
+    new = sorted(now - KNOWN_UPWARD)
+    gone = sorted(KNOWN_UPWARD - now)
+    assert not new, f"import(s) from a higher layer (importer, imported): {new}"
+    assert not gone, f"no longer imported upward, remove from KNOWN_UPWARD: {gone}"
+
+
+def test_the_checker_finds_a_circle_a_crossing_and_an_upward_import():
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert circles(edges) == {("a", "b", "c")}
     assert resolve("jitterlab.apps.wavefront", False, 2, "simulate") == "jitterlab.simulate"
     assert resolve("jitterlab.io", True, 1, "native") == "jitterlab.io.native"
     assert resolve("jitterlab.io", True, 2, None) == "jitterlab"
+    assert upward_imports({"jitterlab.base.checks": {"jitterlab.sim.simulate"},
+                           "jitterlab.sim.simulate": {"jitterlab.base.checks"}}) == \
+        {("jitterlab.base.checks", "jitterlab.sim.simulate")}
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import x\n")
+    assert not any(isinstance(node, ast.Import) for node in _runtime_nodes(tree))

@@ -114,7 +114,7 @@ def test_chunks_are_concatenated_without_the_time_between_them():
                 "threshold": 5e-9}
     chunks = [_chunk(1000, 1100, [1010, 1050], [5, 10]),
               _chunk(1500, 1600, [1500, 1590], [7, 10])]  # 400 unmeasured cycles between
-    trace = detour_module._trace_from_chunks(metadata, chunks, "test")
+    trace = detour_module.trace_from_chunks(metadata, chunks, "test")
     # timeline: events at 10, 50 (chunk 0), 100, 190 (chunk 1); total 200 cycles
     assert trace.unit == "cycles" and trace.frequency_hz == 1e9
     assert trace.jitter.tolist() == [5, 10, 7, 10]
@@ -130,14 +130,14 @@ def test_chunks_are_concatenated_without_the_time_between_them():
 
 def test_a_run_without_events_gives_one_empty_event():
     chunks = [_chunk(0, 1000, [], [])]
-    trace = detour_module._trace_from_chunks({"frequency_hz": 1e9}, chunks, "test")
+    trace = detour_module.trace_from_chunks({"frequency_hz": 1e9}, chunks, "test")
     assert trace.jitter.tolist() == [0] and trace.gap.tolist() == [1000]
     assert trace.attrs["events_detected"] == 0
 
 
 def test_no_chunk_is_an_error():
     with pytest.raises(ValueError, match="no complete chunk"):
-        detour_module._trace_from_chunks({"frequency_hz": 1e9}, [], "test")
+        detour_module.trace_from_chunks({"frequency_hz": 1e9}, [], "test")
 
 
 # --------------------------------------------------------------------------------------

@@ -13,15 +13,13 @@ from scipy import stats
 
 import jitterlab as jl
 from jitterlab import datasets
-from jitterlab.compare.stationarity import (
-    NULL_DRAWS,
+from jitterlab.compare.stationarity import NULL_DRAWS, cusum_p_value, stationarity
+from jitterlab.recording_checks import (
     STATIONARITY_COLUMNS,
     STATIONARITY_COMMAND,
     STATIONARITY_TABLE,
     check_recordings,
-    cusum_p_value,
     round_robin_test,
-    stationarity,
 )
 
 LEVEL = 0.05

@@ -62,7 +62,7 @@ def test_reproducible_from_rng():
 def test_attrs_record_the_generator():
     trace = synthetic_trace(1.0, rng=1, host="sim")
     assert trace.attrs["source"] == "synthetic"
-    assert trace.attrs["generator"] == "jitterlab.traces.synthetic.synthetic_trace"
+    assert trace.attrs["generator"] == "jitterlab.synthetic.synthetic_trace"
     assert trace.attrs["seed"] == 1 and trace.attrs["host"] == "sim"
     assert trace.attrs["daemons"] == [[0.1, 40e-6]]
     assert trace.attrs["interrupt_alpha"] == 1.8 and trace.attrs["tick_hz"] == 250.0
@@ -245,7 +245,7 @@ def test_jitsim_node_rates_and_noise_fraction():
     assert abs(stats["noise_fraction"] - fraction) < Z * sd
     assert trace.attrs["sources"] == ["tick", "interrupts", "processes"]
     assert trace.attrs["processes"] == [[1.0, 100e-6], [5.0, 1e-3]]
-    assert trace.attrs["generator"] == "jitterlab.traces.synthetic.jitsim_trace"
+    assert trace.attrs["generator"] == "jitterlab.synthetic.jitsim_trace"
 
 
 def test_jitsim_isolated_cpu_keeps_only_the_100_hz_tick():

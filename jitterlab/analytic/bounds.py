@@ -18,49 +18,17 @@ import numpy as np
 import xarray as xr
 from scipy import special
 
-from ..base.checks import check_positive
+from ..base.checks import as_process_counts, check_positive
 from ..noise import NoiseModel
-from .maxofn import DEFAULT_QUANTILES, as_models, _as_n, exact_max_mean, max_of_n
+from ..sim.barriers import TreeBarrier, check_fanout, tree_depth
+from ..sim.collectives import RoundCollective
+from .maxofn import DEFAULT_QUANTILES, as_models, exact_max_mean, max_of_n
 
 __all__ = ["tree_depth", "arrival_offsets", "theorem1_bounds", "barrier_time", "BarrierTime"]
 
 
-def _check_fanout(fanout) -> int:
-    if isinstance(fanout, bool) or int(fanout) != fanout or fanout < 2:
-        raise ValueError(f"fanout must be an integer >= 2, got {fanout!r}")
-    return int(fanout)
 
 
-def tree_depth(n, fanout: int = 2):
-    """Depth D of a complete ``fanout``-ary tree of ``n`` nodes numbered breadth-first.
-
-    The root has depth 0; D is the depth of the last node. For a binary tree with
-    N = 2^k − 1 nodes, D = k − 1 = log2((N + 1)/2) exactly; for other N the last
-    level is partly filled and D = ceil(log_k(N(k − 1) + 1)) − 1.
-
-    Parameters
-    ----------
-    n : int or array_like of int
-        Number of processes N (tree nodes). [-]
-    fanout : int
-        Children per node k. [-]
-
-    Examples
-    --------
-    >>> tree_depth([1, 3, 7, 8, 31, 10**9])
-    array([ 0,  1,  2,  3,  4, 29])
-    """
-    fanout = _check_fanout(fanout)
-    values = _as_n(n, 1)
-    depths = np.empty(values.size, dtype=np.int64)
-    for i, count in enumerate(values.tolist()):
-        depth, level_size, filled = 0, 1, 1  # integers: exact for any N
-        while filled < count:
-            level_size *= fanout
-            filled += level_size
-            depth += 1
-        depths[i] = depth
-    return depths if np.ndim(n) else depths[0]
 
 
 def arrival_offsets(n: int, tau: float, fanout: int = 2,
@@ -85,9 +53,9 @@ def arrival_offsets(n: int, tau: float, fanout: int = 2,
         a_i = τ·(depth of process i): zero for the root, largest for the leaves. [s]
     """
     tau = check_positive("tau", tau, allow_zero=True)
-    n = int(_as_n(n, 1)[0])
+    n = int(as_process_counts(n, 1)[0])
     if parent is None:
-        fanout = _check_fanout(fanout)
+        fanout = check_fanout(fanout)
         # breadth-first: the parent of node i (0-based) is (i - 1) // fanout
         parent = [-1] + [(i - 1) // fanout for i in range(1, n)]
     parent = list(parent)
@@ -174,9 +142,6 @@ def theorem1_bounds(dist, n=None, tau: float | None = None, fanout: int | None =
     >>> round(float(ds["round_trip"][0]) * 1e6, 3)  # 2·5 µs·log2(32/2), Garg & De §4.1
     40.0
     """
-    from ..sim.collectives import RoundCollective
-    from ..sim.simulate import TreeBarrier
-
     rounds = None
     if barrier is not None and (tau is not None or fanout is not None):
         given = " and ".join(name for name, value in (("tau", tau), ("fanout", fanout))
@@ -191,7 +156,7 @@ def theorem1_bounds(dist, n=None, tau: float | None = None, fanout: int | None =
         raise TypeError(f"barrier must be a jl.TreeBarrier, jl.Dissemination or "
                         f"jl.RecursiveDoubling, got {type(barrier).__name__}")
     tau = check_positive("tau", 0.0 if tau is None else tau, allow_zero=True)
-    fanout = _check_fanout(2 if fanout is None else fanout)
+    fanout = check_fanout(2 if fanout is None else fanout)
     ds = max_of_n(dist, n=n, method=method, quantiles=quantiles, **max_of_n_kwargs)
     depths = tree_depth_term(ds["n"].values, fanout, depth)
     if rounds is None:
@@ -239,7 +204,7 @@ class BarrierTime(NoiseModel):
 
     def __init__(self, dist: NoiseModel, n: int, round_trip: float = 0.0):
         self.dist = as_models(dist)[0]
-        self.n = int(_as_n(n, 1)[0])
+        self.n = int(as_process_counts(n, 1)[0])
         self.round_trip = check_positive("round_trip", round_trip, allow_zero=True)
         self.lower = self.round_trip
         self.upper = self.dist.upper - self.dist.lower + self.round_trip
@@ -301,6 +266,6 @@ def barrier_time(dist: NoiseModel, n: int, tau: float = 0.0, fanout: int = 2,
     if bound not in ("lower", "upper"):
         raise ValueError(f"bound must be 'lower' or 'upper', got {bound!r}")
     tau = check_positive("tau", tau, allow_zero=True)
-    depth_term = float(tree_depth_term(_as_n(n, 1), _check_fanout(fanout), depth)[0])
+    depth_term = float(tree_depth_term(as_process_counts(n, 1), check_fanout(fanout), depth)[0])
     round_trip = 2.0 * tau * depth_term if bound == "upper" else 0.0
     return BarrierTime(dist, n, round_trip=round_trip)

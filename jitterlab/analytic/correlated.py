@@ -23,13 +23,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import optimize, special
+import xarray as xr
+from scipy import optimize, special, stats
 
 from ..base.checks import check_probability, check_size
 from ..base.integrate import quad, quantile_tail_integral
 from ..base.rng import RngLike, as_generator
-from ..compare.validate import MaxOfN, normalised_ranks, paired_samples, spearman_pairs
-from .maxofn import log_cdf_of_max, exact_max_mean
+from .maxofn import MaxOfN, exact_max_mean, log_cdf_of_max
 
 __all__ = ["GaussianCopulaMax", "gaussian_rho"]
 
@@ -319,3 +319,57 @@ class GaussianCopulaMax(MaxOfN):
     def params(self) -> dict:
         return {**super().params, "rho": self.rho}
 
+
+# --------------------------------------------------------------------------------------
+# paired per-rank samples and their rank correlation (also used by check_independence)
+# --------------------------------------------------------------------------------------
+def paired_samples(samples, variable, sample_dim, rank_dim) -> xr.DataArray:
+    """(rank, sample) samples of the iterations that every rank measured."""
+    array = rank_sample_array(samples, "samples", variable, sample_dim, rank_dim)
+    if array.sizes[rank_dim] < 2:
+        raise ValueError(f"samples must hold at least 2 ranks to test independence, got "
+                         f"{array.sizes[rank_dim]}")
+    if np.isinf(array.values).any():
+        raise ValueError("samples must be finite (NaN marks an iteration not measured)")
+    complete = ~np.isnan(array.values).any(axis=0)
+    if complete.sum() < 4:
+        raise ValueError(f"samples: {int(complete.sum())} iterations measured on every rank; "
+                         "at least 4 are needed")
+    return array.isel({sample_dim: np.flatnonzero(complete)})
+
+
+def spearman_pairs(ranks: np.ndarray, pairs) -> np.ndarray:
+    """Spearman correlation of every pair from centred, normalised ranks (rank, sample)."""
+    return np.array([float(ranks[a] @ ranks[b]) for a, b in pairs])
+
+
+def normalised_ranks(values: np.ndarray) -> np.ndarray:
+    ranks = stats.rankdata(values, axis=-1)
+    ranks -= ranks.mean(axis=-1, keepdims=True)
+    norm = np.sqrt((ranks ** 2).sum(axis=-1, keepdims=True))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(norm > 0, ranks / norm, 0.0)
+
+
+def rank_sample_array(data, name, variable, sample_dim, rank_dim) -> xr.DataArray:
+    """The (rank, sample) DataArray of a Dataset's variable, a DataArray or a 2-D array."""
+    if isinstance(data, xr.Dataset):
+        if variable not in data:
+            raise ValueError(f"{name}: the Dataset has no variable {variable!r}; it has "
+                             f"{list(data.data_vars)}")
+        data = data[variable]
+    if isinstance(data, xr.DataArray):
+        if set(data.dims) != {rank_dim, sample_dim}:
+            raise ValueError(f"{name}: {data.name or variable!r} must have dims "
+                             f"({rank_dim!r}, {sample_dim!r}), got {data.dims}")
+        return data.astype(np.float64).transpose(rank_dim, sample_dim)
+    try:
+        values = np.asarray(data, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be an xarray Dataset or DataArray with dims "
+                        f"({rank_dim!r}, {sample_dim!r}) or a 2-D array (rank, sample), got "
+                        f"{type(data).__name__}") from None
+    if values.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (rank, sample), got shape {values.shape}")
+    return xr.DataArray(values, dims=(rank_dim, sample_dim),
+                        coords={rank_dim: np.arange(values.shape[0])})

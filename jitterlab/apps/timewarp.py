@@ -34,9 +34,11 @@ from ..base.checks import check_integer, check_positive
 from ..base.provenance import provenance_attrs
 from ..base.rng import RngLike
 from ..noise import NoiseModel
+from ..sim.barriers import TreeBarrier
 from ..sim.collectives import Dissemination, RecursiveDoubling
 from ..sim.message import Message
-from ..sim.simulate import TreeBarrier, _as_counts, simulate
+from ..sim.replay import task_counts
+from ..sim.simulate import simulate
 from ..traces.trace import Trace
 
 __all__ = ["ROLLBACK_REFERENCE_EVENTS", "TimeWarp", "TimeWarpCalibration", "Workload",
@@ -280,7 +282,7 @@ def timewarp_predict(model: TimeWarp, n, noise=None, phases: int = 50,
     """
     if not isinstance(model, TimeWarp):
         raise TypeError(f"model must be a jl.apps.TimeWarp, got {type(model).__name__}")
-    counts = _as_counts(n)
+    counts = task_counts(n)
     phases = check_integer("phases", phases, 2)
     extrapolated = _check_workload(model, workload, extrapolate)
     barrier = model.barrier()

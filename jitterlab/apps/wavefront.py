@@ -32,7 +32,7 @@ from ..base.rng import RngLike, as_generator, seed_from
 from ..noise import NoiseModel, from_trace
 from ..sim import event_output as _simevents
 from ..sim.message import Message
-from ..sim.simulate import _offsets, _trace_table
+from ..sim.replay import start_offsets, trace_table
 from ..traces.trace import Trace
 from . import wavefront_kernels as _wavekernels
 
@@ -673,11 +673,11 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
             finishes[run] = state[:, 0]
         kind = "no noise"
     elif method == "trace":
-        table = _trace_table(noise)
+        table = trace_table(noise)
         seed = seed_from(rng) if isinstance(start, str) else None
         gen = as_generator(seed)
         for run in range(runs):
-            offsets = np.ascontiguousarray(_offsets(noise, table, n_ranks, start, gen))
+            offsets = np.ascontiguousarray(start_offsets(noise, table, n_ranks, start, gen))
             state = _run_passes(args, n_passes, _wavekernels.TRACE, table, offsets, ends[run],
                                 None if block_end is None else block_end[run], op_ends)
             finishes[run] = state[:, 0]
@@ -747,12 +747,12 @@ def _simulate_on_arrival(workload, noise, start, rng, runs):
         table, mode = np.zeros((1, 3)), _wavekernels.NO_NOISE
         offsets_of = lambda: np.zeros(n_ranks)  # noqa: E731
     else:
-        table = _trace_table(noise)
+        table = trace_table(noise)
         mode = _wavekernels.TRACE
         seed = seed_from(rng) if isinstance(start, str) else None
         gen = as_generator(seed)
         offsets_of = lambda: np.ascontiguousarray(  # noqa: E731
-            _offsets(noise, table, n_ranks, start, gen))
+            start_offsets(noise, table, n_ranks, start, gen))
     finish, end = np.zeros(n_ranks, dtype=np.int64), np.zeros(iterations, dtype=np.int64)
     for run in range(runs):
         _wavekernels.run_on_arrival(px, py, corners, blocks, iterations, *costs, mode, table,

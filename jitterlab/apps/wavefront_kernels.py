@@ -18,55 +18,26 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..sim.replay_kernels import _JITTER, _START, advance
+from ..sim.replay_kernels import (
+    ARRIVE_X,
+    ARRIVE_Y,
+    CLOCK,
+    NEXT,
+    PREV_END,
+    busy,
+    new_state,
+    quick,
+)
 
 __all__ = ["run_passes", "new_state"]
 
 NO_NOISE, TRACE, DELTA = 0, 1, 2
-# state rows: rank clock, arrival from x upstream, arrival from y upstream, and for a
-# trace the next jitter start, the end of the last jitter met, the row hint
-_CLOCK, _ARRIVE_X, _ARRIVE_Y, _NEXT, _PREV_END, _HINT = range(6)
-_MARGIN = 1e-12  # relative: ops ending this close to a jitter take the exact path
 
 
-def new_state(n_ranks: int) -> np.ndarray:
-    """Kernel state of ``n_ranks`` ranks that all start at time 0."""
-    state = np.zeros((n_ranks, 8))  # one cache line per rank (rows a power of two
-    state[:, _NEXT] = -np.inf        # apart would collide in the cache)
-    return state
 
 
-@numba.njit(cache=True, inline="always")
-def _quick(t, cpu, previous_end, next_start):
-    """End of ``cpu`` started at t when no jitter can meet it, else −1 (scalars only:
-    the hot loop must not pass arrays through inlined calls, numba would count their
-    references at every call)."""
-    end = t + cpu
-    if t >= previous_end and end < next_start:
-        return end
-    return -1.0
 
 
-@numba.njit(cache=True)
-def _busy(state, rank, t, cpu, table, offsets):
-    """Time at which ``cpu`` of CPU time started at ``t`` is done on ``rank``'s trace."""
-    if cpu <= 0.0:
-        return t
-    end = _quick(t, cpu, state[rank, _PREV_END], state[rank, _NEXT])
-    if end >= 0.0:
-        return end  # no jitter starts before the op is done: the common case
-    hint = int(state[rank, _HINT])
-    x = offsets[rank] + t
-    finish, _, row = advance(table, x, cpu, hint, hint)
-    state[rank, _HINT] = row
-    period = table[table.shape[0] - 1, _START]
-    gap_start = table[row, _START] + table[row, _JITTER]
-    gap_end = table[row + 1, _START]
-    cycle = np.round((finish - gap_start - 0.5 * (gap_end - gap_start)) / period)
-    base = cycle * period - offsets[rank]
-    state[rank, _PREV_END] = base + gap_start
-    state[rank, _NEXT] = base + gap_end - _MARGIN * (abs(x) + period)
-    return finish - offsets[rank]
 
 
 @numba.njit(cache=True)
@@ -96,17 +67,17 @@ def run_passes(state, first, count, px, py, corners, blocks, work, send, recv,
             for ii in range(px):
                 i = ii if dx > 0 else px - 1 - ii
                 rank = j * px + i
-                t = state[rank, _CLOCK]
+                t = state[rank, CLOCK]
                 for step in range(5):  # receive x, receive y, compute, send x, send y
                     if step == 0:
                         if ii == 0:
                             continue
-                        t = max(t, state[rank, _ARRIVE_X])
+                        t = max(t, state[rank, ARRIVE_X])
                         cpu = recv
                     elif step == 1:
                         if jj == 0:
                             continue
-                        t = max(t, state[rank, _ARRIVE_Y])
+                        t = max(t, state[rank, ARRIVE_Y])
                         cpu = recv
                     elif step == 2:
                         cpu = work
@@ -121,22 +92,22 @@ def run_passes(state, first, count, px, py, corners, blocks, work, send, recv,
                             continue
                         cpu = send
                     if mode == 1 and cpu > 0.0:
-                        end = _quick(t, cpu, state[rank, _PREV_END], state[rank, _NEXT])
-                        t = end if end >= 0.0 else _busy(state, rank, t, cpu, table, offsets)
+                        end = quick(t, cpu, state[rank, PREV_END], state[rank, NEXT])
+                        t = end if end >= 0.0 else busy(state, rank, t, cpu, table, offsets)
                     else:
                         t = t + cpu
                     if keep_ops:
                         ops_out[g, rank, step] = t
                     if step == 3:
-                        state[rank + dx, _ARRIVE_X] = t + wire_x
+                        state[rank + dx, ARRIVE_X] = t + wire_x
                     elif step == 4:
-                        state[rank + dy * px, _ARRIVE_Y] = t + wire_y
-                state[rank, _CLOCK] = t
+                        state[rank + dy * px, ARRIVE_Y] = t + wire_y
+                state[rank, CLOCK] = t
         if (g + 1) % per_iteration == 0:
-            end = state[:, _CLOCK].max()
+            end = state[:, CLOCK].max()
             if allreduce >= 0.0:
                 end += allreduce
-                state[:, _CLOCK] = end
+                state[:, CLOCK] = end
             iteration_end[(g + 1) // per_iteration - 1] = end
     return state
 
@@ -323,7 +294,7 @@ def _step_exists(step, i, j, px, py, dx, dy):
 def _cpu(mode, state, rank, t, cpu, table, offsets, scale):
     """End of ``cpu`` of CPU time started at t on the rank's trace [integer 1/scale s]."""
     if mode == 1 and cpu > 0:
-        end = _busy(state, rank, t / scale, cpu / scale, table, offsets)
+        end = busy(state, rank, t / scale, cpu / scale, table, offsets)
         return max(np.int64(np.round(end * scale)), t + cpu)
     return t + cpu
 
@@ -359,7 +330,7 @@ def run_on_arrival(px, py, corners, blocks, iterations, work, send, recv, wire_x
     consumed = np.zeros((n_ranks, 4), dtype=np.int64)  # of those, matched by a receive
     pass_end = np.zeros(n_passes, dtype=np.int64)
     state = np.zeros((n_ranks, 8))
-    state[:, _NEXT] = -np.inf
+    state[:, NEXT] = -np.inf
     stamp = 0
     size = 0
     for rank in range(n_ranks):

@@ -88,3 +88,19 @@ def refuse_existing(path, overwrite: bool):
         raise TypeError(f"path must be a str or path-like, got {type(path).__name__}")
     if not overwrite and os.path.lexists(path):
         raise FileExistsError(f"{os.fspath(path)} exists; pass overwrite=True to replace it")
+
+
+def as_process_counts(n, n_models: int) -> np.ndarray:
+    """The numbers of processes ``n`` (one or a 1-D sequence; ``n_models`` when None) as a
+    1-D int64 array, each checked (an error names ``n[i]``)."""
+    if n is None:
+        n = n_models
+    if isinstance(n, str | bytes):
+        raise TypeError(f"n must be a positive integer or a 1-D sequence of them, got {n!r}")
+    arr = np.asarray(n, dtype=object)
+    if arr.ndim == 0:
+        return np.array([check_integer("n", arr[()], 1)], dtype=np.int64)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"n must be a positive integer or a 1-D sequence of them, got {n!r}")
+    return np.array([check_integer(f"n[{i}]", v, 1) for i, v in enumerate(arr)],
+                    dtype=np.int64)

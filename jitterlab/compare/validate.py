@@ -27,21 +27,20 @@ import xarray as xr
 from scipy import stats
 
 from ..analytic.bounds import tree_depth_term
+from ..analytic.correlated import (
+    normalised_ranks,
+    paired_samples,
+    rank_sample_array,
+    spearman_pairs,
+)
 from ..analytic.maxofn import (
     DEFAULT_QUANTILES,
-    as_models,
-    _as_n,
-    log_cdf_of_max,
-    max_isf_of,
-    one_minus_cdf_of_max,
-    exact_max_mean,
-    process_counts,
+    MaxOfN,  # noqa: F401  (jl.validate.MaxOfN, its old home)
 )
-from ..base.checks import check_integer
+from ..base.checks import check_integer, check_positive, check_probability
 from ..base.provenance import provenance_attrs
 from ..base.rng import RngLike, as_generator
 from ..noise import Discrete, Empirical, NoiseModel
-from ..noise._base import check_positive, check_probability
 from .stationarity import stationarity as stationarity  # issue #18 §4, also jl.characterize
 from .verdict import (
     CalibrationOverlapError,
@@ -68,75 +67,6 @@ MAD_TO_SD = 1.482602218505602
 MEAN_AD_TO_SD = 1.2533141373155003
 
 
-# --------------------------------------------------------------------------------------
-# the law of the maximum as a noise model
-# --------------------------------------------------------------------------------------
-class MaxOfN(NoiseModel):
-    """The law of max over N processes of independent w + δ: what θ is at least.
-
-    Parameters
-    ----------
-    dist_or_list : NoiseModel or list of NoiseModel
-        One law for every process, or one per process (process i draws from law
-        i mod K), as for :func:`jitterlab.max_of_n`.
-    n : int
-        Number of processes N. [-]
-
-    Notes
-    -----
-    G(x) = Π_k F_k(x)^{c_k} with c_k processes on law k; the quantiles and the mean are
-    those of :func:`jitterlab.max_of_n` (method "exact").
-
-    Examples
-    --------
-    >>> import jitterlab as jl
-    >>> from jitterlab.compare.validate import MaxOfN
-    >>> law = MaxOfN(jl.noise.Exponential(mean=1e-5), n=1000)
-    >>> round(law.mean() * 1e6, 3)  # 10 µs · H_1000
-    74.855
-    """
-
-    def __init__(self, dist_or_list, n: int):
-        self.models = as_models(dist_or_list)
-        self.n = int(_as_n(n, len(self.models))[0])
-        self.counts = process_counts(len(self.models), self.n)
-        active = [m for m, c in zip(self.models, self.counts, strict=True) if c > 0]
-        self.lower = max(m.lower for m in active)
-        self.upper = max(m.upper for m in active)
-
-    def _active(self):
-        pairs = [(m, c) for m, c in zip(self.models, self.counts, strict=True) if c > 0]
-        return [m for m, _ in pairs], [c for _, c in pairs]
-
-    def cdf(self, x):
-        models, counts = self._active()
-        with np.errstate(over="ignore"):
-            return np.exp(log_cdf_of_max(models, counts, x))
-
-    def sf(self, x):
-        models, counts = self._active()
-        return one_minus_cdf_of_max(models, counts, x)
-
-    def isf(self, q):
-        q = check_probability("q", q)
-        models, counts = self._active()
-        return max_isf_of(models, counts, q.ravel()).reshape(q.shape)
-
-    def mean(self) -> float:
-        models, counts = self._active()
-        return exact_max_mean(models, counts)
-
-    @property
-    def atoms(self):
-        atoms = [m.atoms for m in self._active()[0]]
-        if any(a is None for a in atoms):
-            return None
-        merged = np.unique(np.concatenate(atoms))
-        return merged[merged >= self.lower]
-
-    @property
-    def params(self) -> dict:
-        return {"n": self.n, "laws": "; ".join(m.describe() for m in self.models)}
 
 
 # --------------------------------------------------------------------------------------
@@ -806,31 +736,9 @@ def _detector_input(ds, quantile, variable, threshold, side, sample_dim, rank_di
     if not isinstance(ds, xr.Dataset | xr.DataArray):
         raise TypeError(f"{name} must be an xarray Dataset or DataArray, got "
                         f"{type(ds).__name__}")
-    return _rank_sample_array(ds, name, variable, sample_dim, rank_dim), threshold
+    return rank_sample_array(ds, name, variable, sample_dim, rank_dim), threshold
 
 
-def _rank_sample_array(data, name, variable, sample_dim, rank_dim) -> xr.DataArray:
-    """The (rank, sample) DataArray of a Dataset's variable, a DataArray or a 2-D array."""
-    if isinstance(data, xr.Dataset):
-        if variable not in data:
-            raise ValueError(f"{name}: the Dataset has no variable {variable!r}; it has "
-                             f"{list(data.data_vars)}")
-        data = data[variable]
-    if isinstance(data, xr.DataArray):
-        if set(data.dims) != {rank_dim, sample_dim}:
-            raise ValueError(f"{name}: {data.name or variable!r} must have dims "
-                             f"({rank_dim!r}, {sample_dim!r}), got {data.dims}")
-        return data.astype(np.float64).transpose(rank_dim, sample_dim)
-    try:
-        values = np.asarray(data, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be an xarray Dataset or DataArray with dims "
-                        f"({rank_dim!r}, {sample_dim!r}) or a 2-D array (rank, sample), got "
-                        f"{type(data).__name__}") from None
-    if values.ndim != 2:
-        raise ValueError(f"{name} must be 2-D (rank, sample), got shape {values.shape}")
-    return xr.DataArray(values, dims=(rank_dim, sample_dim),
-                        coords={rank_dim: np.arange(values.shape[0])})
 
 
 def _flags(scores: np.ndarray, threshold: float, side: str) -> np.ndarray:
@@ -854,32 +762,10 @@ def _plain(value):
 DEFAULT_EXCEEDANCE_LEVELS = (0.5, 0.75, 0.9, 0.95, 0.99)
 
 
-def paired_samples(samples, variable, sample_dim, rank_dim) -> xr.DataArray:
-    """(rank, sample) samples of the iterations that every rank measured."""
-    array = _rank_sample_array(samples, "samples", variable, sample_dim, rank_dim)
-    if array.sizes[rank_dim] < 2:
-        raise ValueError(f"samples must hold at least 2 ranks to test independence, got "
-                         f"{array.sizes[rank_dim]}")
-    if np.isinf(array.values).any():
-        raise ValueError("samples must be finite (NaN marks an iteration not measured)")
-    complete = ~np.isnan(array.values).any(axis=0)
-    if complete.sum() < 4:
-        raise ValueError(f"samples: {int(complete.sum())} iterations measured on every rank; "
-                         "at least 4 are needed")
-    return array.isel({sample_dim: np.flatnonzero(complete)})
 
 
-def spearman_pairs(ranks: np.ndarray, pairs) -> np.ndarray:
-    """Spearman correlation of every pair from centred, normalised ranks (rank, sample)."""
-    return np.array([float(ranks[a] @ ranks[b]) for a, b in pairs])
 
 
-def normalised_ranks(values: np.ndarray) -> np.ndarray:
-    ranks = stats.rankdata(values, axis=-1)
-    ranks -= ranks.mean(axis=-1, keepdims=True)
-    norm = np.sqrt((ranks ** 2).sum(axis=-1, keepdims=True))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(norm > 0, ranks / norm, 0.0)
 
 
 def _exceedance(over: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -65,7 +65,8 @@ from .sysjitter import read_summary as read_sysjitter_summary
 
 __all__ = ["read_trace", "FORMATS", "EXTENSIONS", "NOT_TRACES", "NotATraceError",
            "read_sysjitter_summary", "read_ftq", "FTQMeasurement", "read_fwq",
-           "read_ross_summary", "read_otf2_events", "write_otf2_events", "read_loggopsim_timeline"]
+           "read_ross_summary", "read_otf2_events", "write_otf2_events", "read_loggopsim_timeline",
+           "read_events", "write_events"]
 __all__ += ["read_ftrace", "LostEventsWarning", "read_osnoise_events", "read_osnoise_periods",
             "read_rtla_osnoise_top", "read_rtla_osnoise_hist", "OsnoiseHistogram"]
 

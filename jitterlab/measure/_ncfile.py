@@ -73,7 +73,7 @@ def read_run(path, *, kind: str, source: str, what: str, bool_attrs: Iterable[st
     ``kind``; a file must carry ``source``. ``what`` names the result in errors (for
     example "Parallel Benchmark", with the command "jitterlab measure pb").
     """
-    from . import _chunks
+    from ..io import chunks as _chunks
 
     path = _chunks.require_path(path, f"{what} file")
     if path.is_dir():

@@ -12,7 +12,7 @@ import platform
 
 import numpy as np
 
-from . import _chunks
+from ..io import chunks as _chunks
 from ._machine import cpu_model, utc_now
 from ._mpi import mpi_description
 from ._tsc import CycleCounterError

@@ -57,9 +57,9 @@ from numba import types
 from numba.extending import intrinsic
 from tqdm import tqdm
 
-from . import _chunks
+from ..io import chunks as _chunks
 from ._machine import check_integer, check_seconds, pinned, utc_now
-from ._mpi import STATUS_WORDS, check_handle, call_barrier, handle, mpi_functions
+from ._mpi import STATUS_WORDS, call_barrier, check_handle, handle, mpi_functions
 from ._ncfile import has_source, read_run, write_dataset
 from ._ranks import (
     check_status,
@@ -78,7 +78,7 @@ __all__ = ["bsp_benchmark", "read_bsp", "read_bsp_interruptions", "write_bsp",
 
 logger = logging.getLogger(__name__)
 
-SOURCE = "jitterlab.bench.bsp"  # the files' format marker: unchanged since the package was named bench
+SOURCE = "jitterlab.bench.bsp"  # the files' format marker (kept)
 KIND = "bsp"
 #: suffix of the chunk directory next to the output file
 STORE_SUFFIX = ".bsp"

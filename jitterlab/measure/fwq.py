@@ -30,7 +30,7 @@ from ._tsc import calibrate_tsc, check_cycle_counter, read_tsc
 __all__ = ["fwq", "lcg_work", "read_fwq_samples", "write_fwq_samples", "LCG_A", "LCG_B",
            "LCG_P", "SOURCE"]
 
-SOURCE = "jitterlab.bench.fwq"  # the files' format marker: unchanged since the package was named bench
+SOURCE = "jitterlab.bench.fwq"  # the files' format marker (kept)
 #: multiplier, increment and modulus of the LCG: Park & Miller's "minimal standard"
 #: generator as revised in 1993 (C++ ``std::minstd_rand``), x ← 48271·x mod (2^31 − 1).
 #: The modulus is prime on purpose: with a power of two the compiler may merge successive

@@ -18,7 +18,7 @@ Both loops are numba kernels that call ``MPI_Send``, ``MPI_Recv`` and ``MPI_Barr
 the MPI library directly (:mod:`jitterlab.measure._mpi`), as the Parallel Benchmark does:
 nothing is allocated or interpreted between the timestamp reads. Each pair's round trips,
 and each block of barriers, are one chunk, stored by rank 0 in ``<output>.latency/`` as
-they complete (:mod:`jitterlab.measure._chunks`), so a killed run keeps every completed
+they complete (:mod:`jitterlab.io.chunks`), so a killed run keeps every completed
 chunk; at the end rank 0 writes one netCDF file, atomically. :func:`read_latency` reads
 either; :func:`summarize_latency` gives τ and the barrier time with their uncertainty.
 See ``docs/measure.md`` (section "Latency").
@@ -42,7 +42,7 @@ from scipy import stats
 from tqdm import tqdm
 
 from ..base import limits
-from . import _chunks
+from ..io import chunks as _chunks
 from ._machine import check_integer, pinned, utc_now
 from ._mpi import (
     STATUS_WORDS,
@@ -71,7 +71,7 @@ __all__ = ["latency_benchmark", "planned_seconds", "limit_problem", "read_latenc
 
 logger = logging.getLogger(__name__)
 
-SOURCE = "jitterlab.bench.latency"  # the files' format marker: unchanged since the package was named bench
+SOURCE = "jitterlab.bench.latency"  # the files' format marker (kept)
 KIND = "latency"
 #: suffix of the chunk directory next to the output file
 STORE_SUFFIX = ".latency"

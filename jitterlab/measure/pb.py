@@ -41,7 +41,7 @@ import numba
 import numpy as np
 from tqdm import tqdm
 
-from . import _chunks
+from ..io import chunks as _chunks
 from ._machine import check_integer, check_seconds, pinned, utc_now
 from ._mpi import call_barrier, call_bcast, handle, mpi_functions
 from ._ncfile import has_source, read_run, write_dataset
@@ -65,7 +65,7 @@ __all__ = ["parallel_benchmark", "read_pb", "write_pb", "histogram_law", "defaul
 
 logger = logging.getLogger(__name__)
 
-SOURCE = "jitterlab.bench.pb"  # the files' format marker: unchanged since the package was named bench
+SOURCE = "jitterlab.bench.pb"  # the files' format marker (kept)
 KIND = "pb"
 #: suffix of the chunk directory next to the output file
 STORE_SUFFIX = ".pb"

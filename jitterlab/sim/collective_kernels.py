@@ -6,7 +6,7 @@ rounds; in a round a task sends to one partner and then receives from one partne
 and a receive cost CPU time on the task's trace; a message arrives ``wire`` after its
 send is done, and the receive starts when both the task and the message are there. A
 task starts its next phase as soon as its own last round is done. The trace is packed
-as in :mod:`jitterlab.sim.replay_kernels`; per-task state as in :mod:`jitterlab.apps.wavefront_kernels`.
+as in :mod:`jitterlab.sim.replay_kernels`; per-task state too.
 The plain twin is :func:`jitterlab.testing.collective_reference`.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..apps.wavefront_kernels import _CLOCK, _NEXT, _PREV_END, _busy, _quick
+from .replay_kernels import CLOCK, NEXT, PREV_END, busy, quick
 
 __all__ = ["run_rounds", "partner", "round_count", "DISSEMINATION", "RECURSIVE_DOUBLING"]
 
@@ -90,7 +90,7 @@ def _cpu_time(trace_mode, state, task, t, cpu, table, offsets):
         return t
     if not trace_mode:
         return t + cpu
-    return _quick(t, cpu, state[task, _PREV_END], state[task, _NEXT])
+    return quick(t, cpu, state[task, PREV_END], state[task, NEXT])
 
 
 @numba.njit(cache=True)
@@ -108,49 +108,49 @@ def run_rounds(table, offsets, work, phases, kind, send, recv, wire, compute_out
     power, doublings = _power_below(n_tasks)
     trace_mode = table.shape[0] > 1
     state = np.zeros((n_tasks, 8))
-    state[:, _NEXT] = -np.inf
+    state[:, NEXT] = -np.inf
     arrival = np.zeros(n_tasks)
     phase_end = np.zeros(phases)
     keep = compute_out.shape[0] > 0
     keep_ops = ops_out.shape[0] > 0
     for phase in range(phases):
         for task in range(n_tasks):
-            t = state[task, _CLOCK]
+            t = state[task, CLOCK]
             end = _cpu_time(trace_mode, state, task, t, work, table, offsets)
             if end < 0.0:
-                end = _busy(state, task, t, work, table, offsets)
+                end = busy(state, task, t, work, table, offsets)
             if keep:
                 compute_out[phase, task] = end - t
             if keep_ops:
                 ops_out[phase, task, 0] = end
-            state[task, _CLOCK] = end
+            state[task, CLOCK] = end
         for k in range(n_rounds):
             for task in range(n_tasks):  # every send of the round
                 target = _partner(kind, n_tasks, power, doublings, k, task)[0]
                 if target < 0:
                     continue
-                t = state[task, _CLOCK]
+                t = state[task, CLOCK]
                 end = _cpu_time(trace_mode, state, task, t, send, table, offsets)
                 if end < 0.0:
-                    end = _busy(state, task, t, send, table, offsets)
-                state[task, _CLOCK] = end
+                    end = busy(state, task, t, send, table, offsets)
+                state[task, CLOCK] = end
                 arrival[target] = end + wire
                 if keep_ops:
                     ops_out[phase, task, 1 + 2 * k] = end
             for task in range(n_tasks):  # then every receive
                 if _partner(kind, n_tasks, power, doublings, k, task)[1] < 0:
                     continue
-                t = max(state[task, _CLOCK], arrival[task])
+                t = max(state[task, CLOCK], arrival[task])
                 end = _cpu_time(trace_mode, state, task, t, recv, table, offsets)
                 if end < 0.0:
-                    end = _busy(state, task, t, recv, table, offsets)
-                state[task, _CLOCK] = end
+                    end = busy(state, task, t, recv, table, offsets)
+                state[task, CLOCK] = end
                 if keep_ops:
                     ops_out[phase, task, 2 + 2 * k] = end
         slowest = 0.0
         for task in range(n_tasks):
-            slowest = max(slowest, state[task, _CLOCK])
+            slowest = max(slowest, state[task, CLOCK])
             if keep:
-                end_out[phase, task] = state[task, _CLOCK]
+                end_out[phase, task] = state[task, CLOCK]
         phase_end[phase] = slowest
     return phase_end

@@ -23,7 +23,7 @@ __all__ = ["advance", "run_without_barrier", "run_tree_barrier", "noiseless_tree
 
 # columns of the packed trace table, one row per trace row (plus a closing row):
 # when row i's jitter starts, the compute before it, and its jitter duration
-_START, _COMPUTED, _JITTER = 0, 1, 2
+START, COMPUTED, JITTER = 0, 1, 2
 _TIE = 16 * np.finfo(np.float64).eps  # relative rounding allowed in "ends exactly at"
 
 
@@ -40,14 +40,14 @@ def trace_table(jitter, gap):
     start = 0.0
     computed = 0.0
     for row in range(n):
-        table[row, _START] = start
-        table[row, _COMPUTED] = computed
-        table[row, _JITTER] = jitter[row]
+        table[row, START] = start
+        table[row, COMPUTED] = computed
+        table[row, JITTER] = jitter[row]
         start += jitter[row] + gap[row]
         computed += gap[row]
-    table[n, _START] = start
-    table[n, _COMPUTED] = computed
-    table[n, _JITTER] = 0.0
+    table[n, START] = start
+    table[n, COMPUTED] = computed
+    table[n, JITTER] = 0.0
     return table
 
 
@@ -159,8 +159,8 @@ def _last_before(table, col, value, hint, top, strict):
 @numba.njit(cache=True, inline="always")
 def _advance_at(address, n_rows, x, cpu, hint, finish_hint):
     """:func:`advance` on the packed trace of ``n_rows`` rows at ``address``."""
-    period = _at(address, n_rows, _START)
-    total_gap = _at(address, n_rows, _COMPUTED)
+    period = _at(address, n_rows, START)
+    total_gap = _at(address, n_rows, COMPUTED)
     cycle = math.floor(x / period)
     offset = x - cycle * period
     if offset >= period:
@@ -169,11 +169,11 @@ def _advance_at(address, n_rows, x, cpu, hint, finish_hint):
     elif offset < 0.0:
         offset += period
         cycle -= 1
-    row = _search(address, _START, offset, hint, n_rows - 1, False)
+    row = _search(address, START, offset, hint, n_rows - 1, False)
     if cpu <= 0.0:
         return x, row, row
-    done_here = offset - _at(address, row, _START) - _at(address, row, _JITTER)
-    coordinate = _at(address, row, _COMPUTED) + (done_here if done_here > 0.0 else 0.0)
+    done_here = offset - _at(address, row, START) - _at(address, row, JITTER)
+    coordinate = _at(address, row, COMPUTED) + (done_here if done_here > 0.0 else 0.0)
     target = coordinate + cpu
     # a finish within rounding of a gap's end counts as at its end (the jitter that
     # follows is not met), whatever the unit the trace was converted from; the rounding
@@ -187,10 +187,10 @@ def _advance_at(address, n_rows, x, cpu, hint, finish_hint):
     elif rest > total_gap + tie:
         rest -= total_gap
         extra += 1.0
-    finish_row = _search(address, _COMPUTED, rest - tie, finish_hint, n_rows - 1, True)
-    finish = ((cycle + extra) * period + _at(address, finish_row, _START)
-              + _at(address, finish_row, _JITTER)
-              + (rest - _at(address, finish_row, _COMPUTED)))
+    finish_row = _search(address, COMPUTED, rest - tie, finish_hint, n_rows - 1, True)
+    finish = ((cycle + extra) * period + _at(address, finish_row, START)
+              + _at(address, finish_row, JITTER)
+              + (rest - _at(address, finish_row, COMPUTED)))
     return finish, row, finish_row
 
 
@@ -305,13 +305,13 @@ _BLOCK = 256  # slots whose operations the tree kernel interleaves
 @numba.njit(cache=True, parallel=True)
 def _start_rows(address, n_rows, origin, hint):
     """Row of every slot's start time, each search galloping from the slot before."""
-    period = _at(address, n_rows, _START)
+    period = _at(address, n_rows, START)
     n_chunks = (origin.size + _CHUNK - 1) // _CHUNK
     for c in numba.prange(n_chunks):
         row = 0
         for slot in range(c * _CHUNK, min(origin.size, (c + 1) * _CHUNK)):
             x = origin[slot]
-            row = _search(address, _START, x - math.floor(x / period) * period, row,
+            row = _search(address, START, x - math.floor(x / period) * period, row,
                           n_rows - 1, False)
             hint[slot] = row
 
@@ -351,7 +351,7 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
     n_rows = table.shape[0] - 1
     if max(n_tasks * fanout, n_rows) >= 2**31:
         raise ValueError("the tree kernel indexes tasks and trace rows with 32-bit integers")
-    task_of = _trace_order(offsets, level_bounds, table[n_rows, _START], n_rows)
+    task_of = _trace_order(offsets, level_bounds, table[n_rows, START], n_rows)
     slot_of = np.empty(n_tasks, dtype=np.int32)
     origin = np.empty(n_tasks)
     for slot in numba.prange(n_tasks):
@@ -543,3 +543,53 @@ def noiseless_tree(n_tasks, work, phases, fanout, send, recv, latency, intra_lat
                     end_out[phase, task] = t
         phase_end[phase] = end.max()
     return phase_end, (took.max() if phases >= 3 else 0.0)
+
+
+# --------------------------------------------------------------------------------------
+# per-rank state of message-passing replay (wavefront, collectives): a rank's clock and
+# where its trace walk stands, so that most operations skip the trace search
+# --------------------------------------------------------------------------------------
+# state rows: rank clock, arrival from x upstream, arrival from y upstream, and for a
+# trace the next jitter start, the end of the last jitter met, the row hint
+CLOCK, ARRIVE_X, ARRIVE_Y, NEXT, PREV_END, HINT = range(6)
+MARGIN = 1e-12  # relative: ops ending this close to a jitter take the exact path
+
+
+def new_state(n_ranks: int) -> np.ndarray:
+    """Kernel state of ``n_ranks`` ranks that all start at time 0."""
+    state = np.zeros((n_ranks, 8))  # one cache line per rank (rows a power of two
+    state[:, NEXT] = -np.inf        # apart would collide in the cache)
+    return state
+
+
+@numba.njit(cache=True, inline="always")
+def quick(t, cpu, previous_end, next_start):
+    """End of ``cpu`` started at t when no jitter can meet it, else −1 (scalars only:
+    the hot loop must not pass arrays through inlined calls, numba would count their
+    references at every call)."""
+    end = t + cpu
+    if t >= previous_end and end < next_start:
+        return end
+    return -1.0
+
+
+@numba.njit(cache=True)
+def busy(state, rank, t, cpu, table, offsets):
+    """Time at which ``cpu`` of CPU time started at ``t`` is done on ``rank``'s trace."""
+    if cpu <= 0.0:
+        return t
+    end = quick(t, cpu, state[rank, PREV_END], state[rank, NEXT])
+    if end >= 0.0:
+        return end  # no jitter starts before the op is done: the common case
+    hint = int(state[rank, HINT])
+    x = offsets[rank] + t
+    finish, _, row = advance(table, x, cpu, hint, hint)
+    state[rank, HINT] = row
+    period = table[table.shape[0] - 1, START]
+    gap_start = table[row, START] + table[row, JITTER]
+    gap_end = table[row + 1, START]
+    cycle = np.round((finish - gap_start - 0.5 * (gap_end - gap_start)) / period)
+    base = cycle * period - offsets[rank]
+    state[rank, PREV_END] = base + gap_start
+    state[rank, NEXT] = base + gap_end - MARGIN * (abs(x) + period)
+    return finish - offsets[rank]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import asdict, dataclass
 
 import numpy as np
 import xarray as xr
@@ -18,14 +17,15 @@ import xarray as xr
 from ..base.checks import check_integer, check_positive
 from ..base.limits import check_allow_large, check_memory
 from ..base.provenance import provenance_attrs
-from ..base.rng import RngLike, as_generator, seed_from
+from ..base.rng import RngLike, seed_from
 from ..base.threads import kernel_threads
 from ..traces.trace import Trace
 from . import collective_kernels as _collkernels
 from . import event_output as _simevents
 from . import replay_kernels as _simkernels
+from .barriers import TreeBarrier, tree_levels  # noqa: F401  (tree_levels: its old home)
 from .collectives import RoundCollective
-from .message import Message
+from .replay import draw_offsets, start_offsets, task_counts, trace_table
 from .replay_kernels import PARALLEL_MIN_TASKS
 
 __all__ = ["TreeBarrier", "simulate", "draw_offsets", "tree_levels"]
@@ -33,191 +33,16 @@ __all__ = ["TreeBarrier", "simulate", "draw_offsets", "tree_levels"]
 _CHUNKS = 64  # fixed work split, so results never depend on the number of threads
 
 
-@dataclass(frozen=True)
-class TreeBarrier:
-    """A barrier as a reduce up and a broadcast down a complete tree.
-
-    Parameters
-    ----------
-    fanout : int
-        Children per task; tasks are numbered breadth-first. [-]
-    send, recv : float
-        CPU time of one send and of one receive, consumed on the task's trace. [s]
-    latency : float
-        Wire latency of one message between nodes, not subject to jitter (the one-hop
-        time τ of Theorem 1 is ``send + latency + recv``, see :attr:`tau`). [s]
-    cores_per_node : int, optional
-        Tasks per node: tasks i and j share a node when i // cores_per_node ==
-        j // cores_per_node.
-    intra_node_latency : float, optional
-        Wire latency of a message inside a node; default ``latency``. [s]
-    message : jitterlab.Message, optional
-        The message cost model (the same one :mod:`jitterlab.apps` uses), instead of
-        ``send``, ``recv``, ``latency`` and ``intra_node_latency``; its wire time
-        (latency, per-byte cost, rendezvous handshake) is the hop's latency.
-    """
-
-    fanout: int = 2
-    send: float = 0.0
-    recv: float = 0.0
-    latency: float = 0.0
-    cores_per_node: int | None = None
-    intra_node_latency: float | None = None
-    message: Message | None = None
-
-    def __post_init__(self):
-        fanout = check_integer("fanout", self.fanout, 2)
-        if fanout > 63:
-            raise ValueError(f"fanout must be at most 63, got {fanout}")
-        object.__setattr__(self, "fanout", fanout)
-        if self.message is None:
-            object.__setattr__(self, "message", Message(
-                send=self.send, recv=self.recv, latency=self.latency,
-                intra_node_latency=self.intra_node_latency))
-        elif not isinstance(self.message, Message):
-            raise TypeError(f"message must be a jl.Message, got {type(self.message).__name__}")
-        elif (self.send, self.recv, self.latency, self.intra_node_latency) != (0, 0, 0, None):
-            raise TypeError("give the message costs once: message=jl.Message(...) or "
-                            "send/recv/latency/intra_node_latency, not both")
-        message = self.message
-        # the fields read by the simulation: CPU costs and the hop's whole wire time
-        object.__setattr__(self, "send", message.send)
-        object.__setattr__(self, "recv", message.recv)
-        object.__setattr__(self, "latency", message.wire_time())
-        if message.intra_node_latency is not None:
-            object.__setattr__(self, "intra_node_latency",
-                               message.wire_time(intra_node=True))
-        if self.cores_per_node is not None:
-            object.__setattr__(self, "cores_per_node",
-                               check_integer("cores_per_node", self.cores_per_node, 1))
-
-    @property
-    def tau(self) -> float:
-        """Effective one-hop time τ of this barrier without jitter. [s]
-
-        τ = latency + (fanout + 1)/2 · (send + recv): a level of the reduce costs a
-        send, the wire latency and ``fanout`` receives, a level of the broadcast a
-        receive, the latency and ``fanout`` sends, so a barrier entered by every task at
-        once on a full tree of depth D takes exactly 2τ·D. This is the τ to give
-        :func:`jitterlab.theorem1_bounds` for this barrier (inter-node latency).
-        """
-        return self.latency + 0.5 * (self.fanout + 1) * (self.send + self.recv)
-
-    def noiseless_time(self, n: int) -> float:
-        """Time of the barrier entered by all n tasks at once, without noise: 2τ·D, with D
-        the depth of the complete tree (:func:`jitterlab.tree_depth`). [s]"""
-        from ..analytic.bounds import tree_depth
-
-        return 2.0 * self.tau * int(tree_depth(n, self.fanout))
-
-    def describe(self) -> str:
-        fields = {k: v for k, v in asdict(self).items() if k != "message" and v is not None}
-        inner = ", ".join(f"{k}={v}" for k, v in fields.items())
-        return f"TreeBarrier({inner})"
-
-    def noiseless_phases(self, n: int, work: float, phases: int):
-        """Phase times [s] of n tasks computing ``work`` and meeting no noise, and the
-        largest change of a task's phase time from the phase before to the last [s]
-        (0 with fewer than three phases)."""
-        intra = self.latency if self.intra_node_latency is None else self.intra_node_latency
-        with kernel_threads(n, PARALLEL_MIN_TASKS):
-            phase_end, change = _simkernels.noiseless_tree(
-                n, float(work), phases, int(self.fanout), float(self.send), float(self.recv),
-                float(self.latency), float(intra), int(self.cores_per_node or 0),
-                tree_levels(n, int(self.fanout)), np.zeros((0, 0)))
-        return np.diff(phase_end, prepend=0.0), change
-
-    def run(self, table, offsets, work, phases, detail, ops=False):
-        """Phase times, compute times, end times and operation ends of one run [s].
-
-        With ``ops`` the last is ``[phase, task, op]`` in the layout of
-        :func:`jitterlab.sim.replay_kernels.run_tree_barrier`, NaN where a task has no such
-        operation.
-        """
-        n_tasks = offsets.size
-        shape = (phases, n_tasks) if detail else (0, 0)
-        compute, end_times = np.zeros(shape), np.zeros(shape)
-        fanout = int(self.fanout)
-        op_ends = np.full((phases, n_tasks, 2 * fanout + 3) if ops else (0, 0, 0), np.nan)
-        intra = self.latency if self.intra_node_latency is None else self.intra_node_latency
-        with kernel_threads(n_tasks, PARALLEL_MIN_TASKS):
-            phase_end = _simkernels.run_tree_barrier(
-                table, offsets, work, phases, fanout, float(self.send), float(self.recv),
-                float(self.latency), float(intra), int(self.cores_per_node or 0),
-                tree_levels(n_tasks, fanout), compute, end_times, op_ends)
-        theta = np.diff(phase_end, prepend=0.0)
-        return (theta, (compute if detail else None), (end_times if detail else None),
-                (op_ends if ops else None))
 
 
-def tree_levels(n: int, fanout: int) -> np.ndarray:
-    """First task index of every level of a breadth-first complete tree, plus n."""
-    bounds, first, size = [0], 0, 1
-    while first + size < n:
-        first += size
-        size *= fanout
-        bounds.append(first)
-    bounds.append(n)
-    return np.array(bounds, dtype=np.int64)
 
 
-def _trace_table(trace):
-    """A trace's packed table (:func:`jitterlab.sim.replay_kernels.trace_table`) [s]."""
-    table = _simkernels.trace_table(np.ascontiguousarray(trace.jitter_seconds, dtype=float),
-                                    np.ascontiguousarray(trace.gap_seconds, dtype=float))
-    if not table[-1, _simkernels._COMPUTED] > 0:
-        raise ValueError("the trace has no gap time: no compute can ever finish")
-    return table
 
 
-def draw_offsets(trace, n: int, start="random", rng: RngLike = None) -> np.ndarray:
-    """Start times of ``n`` tasks in the trace [s] (see :func:`simulate`)."""
-    return _offsets(trace, _trace_table(trace), n, start, rng)
 
 
-def _offsets(trace, table, n, start, rng) -> np.ndarray:
-    """:func:`draw_offsets` for a trace whose table is at hand."""
-    starts = table[:, _simkernels._START]
-    jitter = table[:-1, _simkernels._JITTER]
-    period = starts[-1]
-    if isinstance(start, str):
-        gen = as_generator(rng)
-        if start == "random":
-            return gen.uniform(0.0, period, n)
-        if start == "random_row":  # jitSim: a random trace row, computing from its gap
-            rows = gen.integers(0, jitter.size, n)
-            return starts[rows] + jitter[rows]
-        if start == "synchronized":
-            return np.full(n, gen.uniform(0.0, period))
-        if start == "coscheduled":
-            window = trace.attrs.get("window")
-            if window is None or not float(window) > 0:
-                raise ValueError("start='coscheduled' needs the trace attribute 'window' "
-                                 "(the co-scheduler period [s])")
-            first = float(trace.attrs.get("window_offset", 0.0))
-            count = int(math.floor((period - first) / float(window)))
-            if count < 1:
-                raise ValueError(f"the trace ({period:g} s) holds no whole co-scheduler "
-                                 f"window of {float(window):g} s")
-            return first + float(window) * gen.integers(0, count, n)
-        raise ValueError(f"start must be 'random', 'random_row', 'synchronized', "
-                         f"'coscheduled' or start rows, got {start!r}")
-    rows = np.asarray(start)
-    if rows.ndim != 1 or rows.size != n or not np.issubdtype(rows.dtype, np.integer):
-        raise ValueError(f"start: explicit start rows must be {n} integers, one per "
-                         f"task, got {rows.size} values of type {rows.dtype}")
-    if rows.min() < 0 or rows.max() >= jitter.size:
-        raise ValueError(f"start: start rows must lie in [0, {jitter.size - 1}]")
-    # a task starting at row s begins computing at the start of gap s
-    return starts[rows] + jitter[rows]
 
 
-def _as_counts(n) -> np.ndarray:
-    """The numbers of tasks N as an int64 array (one N or a 1-D sequence)."""
-    if isinstance(n, str) or np.ndim(n) > 1 or (np.ndim(n) == 1 and len(n) == 0):
-        raise ValueError(f"n must be a positive integer or a 1-D sequence of them, got {n!r}")
-    values = [check_integer("n", value, 1) for value in np.atleast_1d(np.asarray(n, dtype=object))]
-    return np.array(values, dtype=np.int64)
 
 
 def _run(table, offsets, work, phases, barrier, detail, ops=False):
@@ -376,8 +201,8 @@ def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="r
         raise TypeError("simulate() needs n, the number of tasks N")
     if work is None:
         raise TypeError("simulate() needs work, the compute per task and phase [s]")
-    table = _trace_table(trace)
-    counts = _as_counts(n)
+    table = trace_table(trace)
+    counts = task_counts(n)
     work = check_positive("work", work)
     phases = check_integer("phases", phases, 1)
     if barrier is not None and not isinstance(barrier, TreeBarrier | RoundCollective):
@@ -396,8 +221,8 @@ def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="r
             raise ValueError("detail='events' needs one wire latency (an event trace has "
                              "one): give the TreeBarrier no intra_node_latency")
     seed = seed_from(rng) if isinstance(start, str) else None
-    offsets_all = _offsets(trace, table, int(counts.max()), start, seed)
-    period = float(table[-1, _simkernels._START])
+    offsets_all = start_offsets(trace, table, int(counts.max()), start, seed)
+    period = float(table[-1, _simkernels.START])
 
     phase_times, slowdowns, coverages = [], [], []
     detail_vars = {}
