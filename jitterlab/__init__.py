@@ -67,6 +67,10 @@ _PUBLIC: dict[str, tuple[str, str | None]] = {
     "attribute_detours": ("jitterlab.compare.attribution", "attribute_detours"),
 }
 
+#: the subpackages (rooms) and top-level modules, imported on first use as ``jl.<name>``
+_ROOMS = ("base", "traces", "noise", "io", "measure", "sim", "analytic", "apps", "compare",
+          "plotting", "datasets", "reproduce", "recording_checks", "testing")
+
 try:
     __version__ = version("jitterlab")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
@@ -77,10 +81,14 @@ __all__ = [*_PUBLIC, "__version__"]
 
 def __getattr__(name: str):
     """Import a public name on first use (PEP 562) and keep it."""
-    try:
+    if name in _PUBLIC:
         module_name, attribute = _PUBLIC[name]
-    except KeyError:
-        raise AttributeError(f"module 'jitterlab' has no attribute {name!r}") from None
+    elif name in _ROOMS or f"jitterlab.{name}" in old_paths.OLD_PATHS:
+        # a room of the package, or a module's old top-level name (jl.limits, jl.bounds)
+        module_name = old_paths.new_path(f"jitterlab.{name}") or f"jitterlab.{name}"
+        attribute = None
+    else:
+        raise AttributeError(f"module 'jitterlab' has no attribute {name!r}")
     module = importlib.import_module(module_name)
     value = module if attribute is None else getattr(module, attribute)
     globals()[name] = value

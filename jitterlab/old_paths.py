@@ -76,4 +76,5 @@ class OldPathFinder(importlib.abc.MetaPathFinder):
 def install() -> None:
     """Put the finder on ``sys.meta_path`` once."""
     if not any(isinstance(finder, OldPathFinder) for finder in sys.meta_path):
-        sys.meta_path.append(OldPathFinder())
+        sys.meta_path.insert(0, OldPathFinder())  # before the path finder, which would
+        # otherwise load a second copy of a submodule of an old package path
