@@ -40,7 +40,7 @@ import numba
 import numpy as np
 
 import jitterlab as jl
-from jitterlab import _simkernels
+from jitterlab.sim import replay_kernels as _simkernels
 from jitterlab.sim.replay_kernels import _COMPUTED, _JITTER, _START, _TIE, _prefetch_row
 from jitterlab.sim.simulate import _noiseless_phase_mean
 from jitterlab.testing import simulate_reference, walk_from_row

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import jitterlab as jl
-from jitterlab.measure import _chunks, _tsc
+from jitterlab.io import chunks as _chunks
+from jitterlab.measure import _tsc
 from jitterlab.measure.fwq import LCG_A, LCG_B, LCG_P, _lcg_python
 
 detour_module = sys.modules["jitterlab.measure.detour"]

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import jitterlab as jl
-from jitterlab import _collkernels
+from jitterlab.sim import collective_kernels as _collkernels
 from jitterlab.testing import walk
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -20,7 +20,9 @@ import numpy as np
 import pytest
 
 import jitterlab as jl
-from jitterlab import _kernels, _simkernels, testing
+from jitterlab import testing
+from jitterlab.noise import kernels as _kernels
+from jitterlab.sim import replay_kernels as _simkernels
 from jitterlab.measure.fwq import lcg_steps, _lcg_python
 from jitterlab.noise import Empirical
 from jitterlab.noise.trace_law import trace_positions
@@ -104,9 +106,9 @@ def test_trace_table_holds_the_running_sums_of_trace_positions_bit_for_bit(rows)
     table = _simkernels.trace_table(jitter, gap)
     starts, computed = trace_positions(jitter, gap)
     assert table.shape == (rows + 1, 3) and table.flags.c_contiguous
-    assert np.array_equal(table[:, _simkernels._START], starts)
-    assert np.array_equal(table[:, _simkernels._COMPUTED], computed)
-    assert np.array_equal(table[:, _simkernels._JITTER], np.append(jitter, 0.0))
+    assert np.array_equal(table[:, _simkernels.START], starts)
+    assert np.array_equal(table[:, _simkernels.COMPUTED], computed)
+    assert np.array_equal(table[:, _simkernels.JITTER], np.append(jitter, 0.0))
 
 
 @pytest.mark.parametrize("seed", range(6))

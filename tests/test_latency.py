@@ -18,7 +18,8 @@ import pytest
 import xarray as xr
 from test_pb import HAVE_MPI4PY, MPIEXEC, N_CPUS, X86, _alive, _descendants, needs_mpi
 
-from jitterlab.measure import _chunks, latency
+from jitterlab.io import chunks as _chunks
+from jitterlab.measure import latency
 from jitterlab.cli import main
 
 ROUND_TRIPS = 300

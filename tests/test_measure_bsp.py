@@ -24,7 +24,8 @@ import numpy as np
 import pytest
 
 import jitterlab as jl
-from jitterlab.measure import _chunks, bsp
+from jitterlab.io import chunks as _chunks
+from jitterlab.measure import bsp
 
 X86 = platform.machine().lower() in {"x86_64", "amd64", "i686", "i386", "x86"}
 MPIEXEC = shutil.which("mpiexec", path=os.pathsep.join(
