@@ -41,7 +41,7 @@ import numpy as np
 
 import jitterlab as jl
 from jitterlab.sim import replay_kernels as _simkernels
-from jitterlab.sim.replay_kernels import _COMPUTED, _JITTER, _START, _TIE, _prefetch_row
+from jitterlab.sim.replay_kernels import _TIE, COMPUTED, JITTER, START, _prefetch_row
 from jitterlab.sim.simulate import _noiseless_phase_mean
 from jitterlab.testing import simulate_reference, walk_from_row
 
@@ -122,8 +122,8 @@ def _old_advance(table, x, cpu, hint, finish_hint):
     counted; a start inside a jitter first waits out its remainder.
     """
     n_rows = table.shape[0] - 1
-    period = table[n_rows, _START]
-    total_gap = table[n_rows, _COMPUTED]
+    period = table[n_rows, START]
+    total_gap = table[n_rows, COMPUTED]
     cycle = math.floor(x / period)
     offset = x - cycle * period
     if offset >= period:
@@ -132,11 +132,11 @@ def _old_advance(table, x, cpu, hint, finish_hint):
     elif offset < 0.0:
         offset += period
         cycle -= 1
-    row = _old_last_before(table, _START, offset, hint, n_rows - 1, False)
+    row = _old_last_before(table, START, offset, hint, n_rows - 1, False)
     if cpu <= 0.0:
         return x, row, row
-    done_here = offset - table[row, _START] - table[row, _JITTER]
-    coordinate = table[row, _COMPUTED] + (done_here if done_here > 0.0 else 0.0)
+    done_here = offset - table[row, START] - table[row, JITTER]
+    coordinate = table[row, COMPUTED] + (done_here if done_here > 0.0 else 0.0)
     target = coordinate + cpu
     # a finish within rounding of a gap's end counts as at its end (the jitter that
     # follows is not met), whatever the unit the trace was converted from; the rounding
@@ -150,9 +150,9 @@ def _old_advance(table, x, cpu, hint, finish_hint):
     elif rest > total_gap + tie:
         rest -= total_gap
         extra += 1.0
-    finish_row = _old_last_before(table, _COMPUTED, rest - tie, finish_hint, n_rows - 1, True)
-    finish = ((cycle + extra) * period + table[finish_row, _START]
-              + table[finish_row, _JITTER] + (rest - table[finish_row, _COMPUTED]))
+    finish_row = _old_last_before(table, COMPUTED, rest - tie, finish_hint, n_rows - 1, True)
+    finish = ((cycle + extra) * period + table[finish_row, START]
+              + table[finish_row, JITTER] + (rest - table[finish_row, COMPUTED]))
     return finish, row, finish_row
 
 

@@ -5,7 +5,7 @@ strong scaling, 32 to 2 048 ranks, several noise levels and compute grains; how 
 the estimated accumulated noise from the true delay? Here the runs are simulated
 (``jl.simulate``), so the true delay is known exactly: the noisy makespan minus the
 makespan of the same run on a trace without jitter. Each row is one run of
-:func:`jitterlab.compare.estimate.against_simulation`.
+:func:`jitterlab.estimate.against_simulation`.
 
 * ranks N: 32, 128, 512, 2 048; strong scaling: the work of a phase, N·w, is 32 ms or
   320 ms (w = 1 ms or 10 ms at 32 ranks, 15.6 µs or 156 µs at 2 048);

@@ -7,7 +7,7 @@ built outside the project, runs each schedule once without noise and ``--runs`` 
 a noise trace, writing each noisy run's per-rank timeline with ``-V``. The timeline is read
 with :func:`jitterlab.io.read_loggopsim_timeline` (the noise LogGOPSim injected into each
 interval, see its docstring), its accumulated noise estimated with
-:func:`jitterlab.compare.estimate.accumulated_noise`, and compared with the truth LogGOPSim
+:func:`jitterlab.estimate.accumulated_noise`, and compared with the truth LogGOPSim
 prints: the noisy minus the noiseless "Maximum finishing time".
 
 Schedules (GOAL text written here; every receive is posted at the start, so no message

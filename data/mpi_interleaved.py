@@ -18,13 +18,13 @@ so that the slow drifts of a shared machine fall on both arms alike:
 ``recording``
     The same program (pinned, no injection) without (``plain``) and with
     (``kernel_events``) jitterlab's kernel-event recording running: one private tracefs
-    instance per CPU (:func:`jitterlab.measure.trace_instance`, the events of
-    :data:`jitterlab.measure.tracefs.NOISE_EVENTS`: timer ticks, device interrupts, softirqs,
+    instance per CPU (:func:`jitterlab.bench.trace_instance`, the events of
+    :data:`jitterlab.bench.tracefs.NOISE_EVENTS`: timer ticks, device interrupts, softirqs,
     context switches, hrtimers — the operating-system view KTAU records in seed 003),
     started before the launch and read after it. The cost of recording is the difference
     of the two times; seed 003 measured 0.97 % for its tracing of NPB LU.
 
-Every run writes its netCDF file (``jitterlab.measure.read_bsp``) into the output directory
+Every run writes its netCDF file (``jitterlab.bench.read_bsp``) into the output directory
 and appends one row to ``runs.csv`` there (:data:`COLUMNS`): experiment, pair, arm, file,
 start, the time in phases and the launch's wall time, the 1-minute load before and after,
 the CPU time of the run's process tree and of every other process during the run (busy
@@ -110,7 +110,7 @@ def run_recorder(cpu: int, duration: float) -> int:
     Prints ``ready`` once recording runs, then, at the end, the number of events recorded
     and the number lost (one tracefs instance per process, so one process per CPU).
     """
-    from jitterlab.measure import trace_instance
+    from jitterlab.bench import trace_instance
 
     with trace_instance(cpu=cpu, duration=duration) as instance:
         print("ready", flush=True)

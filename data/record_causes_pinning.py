@@ -4,7 +4,7 @@ pinned and unpinned (issue #22, notebook 14; seed 003's pinning experiment as an
 
 Nataraj et al. (seed 003, SC07) found the preemption of unpinned MPI ranks ("schedule") to be
 a large source of noise and pinning the ranks to processors to take it away. The analogue here,
-on a 2-vCPU machine: the measured loop (``jitterlab.measure.detour`` with ``kernel_events=True``:
+on a 2-vCPU machine: the measured loop (``jitterlab.bench.detour`` with ``kernel_events=True``:
 busy loop pinned to CPU 1, its detours joined with the kernel events of CPU 1 recorded in a
 private tracefs instance, ``trace_clock`` x86-tsc) runs in three arms:
 
@@ -17,9 +17,9 @@ private tracefs instance, ``trace_clock`` x86-tsc) runs in three arms:
 
 The arms run in turn, pair after pair (alone, pinned, unpinned, then the reverse order in the
 next pair), so a drift of the machine's load spreads over all three. Every run is stored as the
-chunk store of ``jitterlab.measure.detour`` (detours and the kernel events of each chunk) in
+chunk store of ``jitterlab.bench.detour`` (detours and the kernel events of each chunk) in
 ``OUTDIR/<arm>_<pair>``; ``OUTDIR/runs.csv`` lists the runs with the 1-minute load average
-before and after each. :func:`jitterlab.compare.attribution.attribute_recording` reads a run back as
+before and after each. :func:`jitterlab.attribution.attribute_recording` reads a run back as
 the attribution table.
 
 Usage (as root, from the repository root, under the team's measurement lock)::

@@ -76,17 +76,17 @@ Stored files (names do not depend on the durations):
 * ``detour_cpu<C>_thr<T>ns.parquet``, ``detour_cpu<C>_default_threshold.parquet`` —
   jitter traces in CPU cycles (Parquet, zstd), read by ``jitterlab.read_trace``.
 * ``fwq_cpu<C>_w<W>.nc`` — FWQ samples (netCDF), read by
-  ``jitterlab.measure.read_fwq_samples``.
+  ``jitterlab.bench.read_fwq_samples``.
 * ``pb_<R>ranks_w<W>[_<variant>].nc`` — PB runs (netCDF), read by
-  ``jitterlab.measure.read_pb``; the variants ``no_wait_no_bcast``, ``no_bcast``,
+  ``jitterlab.bench.read_pb``; the variants ``no_wait_no_bcast``, ``no_bcast``,
   ``no_wait`` name what is switched off.
 * ``detour_cpu<C>_session.parquet``, ``pb_<R>ranks_w<W>_session.nc`` — the jitSim
   session (step 5).
 * ``latency_<R>ranks.nc`` — latency runs (netCDF), read by
-  ``jitterlab.measure.read_latency``.
+  ``jitterlab.bench.read_latency``.
 * ``bsp_2ranks_w1ms_<polled|blocking>[_inject500us_10ms]_r<R>.nc`` — BSP runs (netCDF),
-  read by ``jitterlab.measure.read_bsp`` (event trace) and
-  ``jitterlab.measure.read_bsp_interruptions`` (every interruption).
+  read by ``jitterlab.bench.read_bsp`` (event trace) and
+  ``jitterlab.bench.read_bsp_interruptions`` (every interruption).
 
 To keep ``data/`` small (a few MB): the FWQ files are re-encoded after the run — the
 samples, whole numbers of timestamp-counter cycles divided by ``frequency_hz``, are
@@ -122,7 +122,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jitterlab.measure._machine import utc_now
+from jitterlab.bench._machine import utc_now
 from jitterlab.datasets import sha256
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -532,7 +532,7 @@ def bsp_jobs(args) -> list[dict]:
                               "timestamp-counter cycles (clock_frequency_hz converts)",
                               "interruption_records (start, duration)": "cycles",
                               "event trace (read_bsp), read_bsp_interruptions": "s"},
-                    "loader": f"jitterlab.measure.read_bsp(jitterlab.datasets."
+                    "loader": f"jitterlab.bench.read_bsp(jitterlab.datasets."
                               f"measurement_path({name!r}))"})
     return jobs
 
@@ -574,7 +574,7 @@ def describe_detour(path: Path) -> dict:
         "default_threshold": None,
     }
     if attrs.get("t_min") is not None and attrs.get("median_loop_time") is not None:
-        from jitterlab.measure.detour import THRESHOLD_MEDIAN_FACTOR, THRESHOLD_TMIN_FACTOR
+        from jitterlab.bench.detour import THRESHOLD_MEDIAN_FACTOR, THRESHOLD_TMIN_FACTOR
 
         frequency = trace.frequency_hz
         cycles = np.ceil(max(THRESHOLD_TMIN_FACTOR * attrs["t_min"] * frequency,
@@ -624,7 +624,7 @@ def describe_pb(path: Path) -> dict:
 
 
 def describe_latency(path: Path) -> dict:
-    from jitterlab.measure.latency import read_latency, summarize_latency
+    from jitterlab.bench.latency import read_latency, summarize_latency
 
     # stored as the benchmark wrote it (each rank converts with its own counter rate)
     ds = read_latency(path)
@@ -759,7 +759,7 @@ def bsp_markdown(entries: list[dict]) -> list[str]:
         f"repeat. 1-minute load average during the runs: {min(loads):g} to {max(loads):g} "
         "(each file's load before → after is in the table of files). Each run's "
         "`interruption_records` hold every interruption (rank, phase, start, duration, "
-        "kind); `jitterlab.measure.read_bsp_interruptions` reads them.", "",
+        "kind); `jitterlab.bench.read_bsp_interruptions` reads them.", "",
         "Per collective, mean ± standard error over the runs or pairs (min to max) [ms]:",
         "", "| | " + " | ".join(f"{v} (pairs: {table[v]['pairs']})" for v in variants)
         + " |", "|---|" + "---|" * len(variants)]

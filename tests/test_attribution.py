@@ -21,8 +21,8 @@ from jitterlab.compare.attribution import (
     cause_summary,
     injected_noise_recovery,
 )
-from jitterlab.measure import tracefs
 from jitterlab.io import read_ftrace
+from jitterlab.measure import tracefs
 
 DATA = Path(__file__).parent / "data"
 DUTYHOG = Path(__file__).parent.parent / "data" / "dutyhog.c"

@@ -8,8 +8,8 @@ from scipy import special, stats
 
 import jitterlab as jl
 from jitterlab.analytic.correlated import GaussianCopulaMax, gaussian_rho
-from jitterlab.noise import NoiseModel
 from jitterlab.compare.validate import MaxOfN
+from jitterlab.noise import NoiseModel
 
 NOISE = jl.noise.Exponential(mean=1e-5) + 3e-4
 

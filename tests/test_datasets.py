@@ -14,7 +14,6 @@ import pytest
 
 import jitterlab as jl
 from jitterlab import datasets
-from jitterlab.measure.latency import summarize_latency
 from jitterlab.datasets import (
     PAPER_VALUE_COLUMNS,
     list_measurements,
@@ -24,6 +23,7 @@ from jitterlab.datasets import (
     load_paper_values,
     load_pb,
 )
+from jitterlab.measure.latency import summarize_latency
 
 
 @pytest.fixture(scope="module")

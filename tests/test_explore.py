@@ -213,7 +213,7 @@ def test_widget_switches_laws_and_shows_their_parameters():
     assert box.values.attrs["source"] == "Bernoulli(p=0.5, duration=0.0001)"
     box.controls["source"].value = "detour trace, CPU 1"
     assert parameter_box.children == ()
-    assert box.values.attrs["source"].startswith("trace jitterlab.measure.detour, CPU 1")
+    assert box.values.attrs["source"].startswith("trace jitterlab.bench.detour, CPU 1")
 
 
 @pytest.mark.slow

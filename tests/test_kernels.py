@@ -21,11 +21,11 @@ import pytest
 
 import jitterlab as jl
 from jitterlab import testing
-from jitterlab.noise import kernels as _kernels
-from jitterlab.sim import replay_kernels as _simkernels
-from jitterlab.measure.fwq import lcg_steps, _lcg_python
+from jitterlab.measure.fwq import _lcg_python, lcg_steps
 from jitterlab.noise import Empirical
+from jitterlab.noise import kernels as _kernels
 from jitterlab.noise.trace_law import trace_positions
+from jitterlab.sim import replay_kernels as _simkernels
 
 TICK = 2.0**-20  # [s]; sums of a few million ticks are exact in float64
 SEEDS = [0, 1, 123, 2**32 + 7, 2**63 - 1]

@@ -18,9 +18,9 @@ import pytest
 import xarray as xr
 from test_pb import HAVE_MPI4PY, MPIEXEC, N_CPUS, X86, _alive, _descendants, needs_mpi
 
+from jitterlab.cli import main
 from jitterlab.io import chunks as _chunks
 from jitterlab.measure import latency
-from jitterlab.cli import main
 
 ROUND_TRIPS = 300
 BARRIERS = latency._BARRIER_CHUNK + 1000  # two chunks of barriers

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from scipy import special
 
 import jitterlab as jl
-from jitterlab.noise.kernels import max_uniform_complement
 from jitterlab.noise import Bernoulli, Empirical, Exponential, Pareto, TailWarning, Uniform
+from jitterlab.noise.kernels import max_uniform_complement
 
 N_VALUES = [1, 2, 10, 1000, 10**6]
 

@@ -22,9 +22,9 @@ import numpy as np
 import pytest
 
 import jitterlab as jl
+from jitterlab.cli import main
 from jitterlab.io import chunks as _chunks
 from jitterlab.measure import pb
-from jitterlab.cli import main
 
 X86 = platform.machine().lower() in {"x86_64", "amd64", "i686", "i386", "x86"}
 MPIEXEC = shutil.which("mpiexec", path=os.pathsep.join(

@@ -18,6 +18,7 @@ import pytest
 
 import jitterlab as jl
 from jitterlab.compare.attribution import attribute_recording
+from jitterlab.io import LostEventsWarning, read_ftrace
 from jitterlab.measure import tracefs
 from jitterlab.measure.tracefs import (
     EventNotAvailableError,
@@ -29,7 +30,6 @@ from jitterlab.measure.tracefs import (
     remove_stale_instances,
     trace_instance,
 )
-from jitterlab.io import LostEventsWarning, read_ftrace
 
 REAL = tracefs.TRACEFS_ROOTS[0]
 
