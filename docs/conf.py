@@ -65,11 +65,11 @@ def _public_constants() -> dict[str, list[str]]:
     for name in jitterlab.__all__:
         module = getattr(jitterlab, name)
         if isinstance(module, types.ModuleType):
-            constants[module.__name__] = [
-                member for member in getattr(module, "__all__", [])
-                if not callable(getattr(module, member))
-                and not isinstance(getattr(module, member), types.ModuleType)
-            ]
+            names = [member for member in getattr(module, "__all__", [])
+                     if not callable(getattr(module, member))
+                     and not isinstance(getattr(module, member), types.ModuleType)]
+            # the page of jl.<name> is named after the public name, the module after its home
+            constants[f"jitterlab.{name}"] = constants[module.__name__] = names
     return constants
 
 
