@@ -185,3 +185,57 @@ def test_the_checker_finds_a_circle_a_crossing_and_an_upward_import():
         {("jitterlab.base.checks", "jitterlab.sim.simulate")}
     tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import x\n")
     assert not any(isinstance(node, ast.Import) for node in _runtime_nodes(tree))
+
+
+# --------------------------------------------------------------------------------------
+# the public names and the old module paths (issue #21: a move, not a rewrite)
+# --------------------------------------------------------------------------------------
+def test_every_public_name_resolves():
+    import jitterlab as jl
+
+    for name in jl.__all__:
+        assert getattr(jl, name) is not None, name
+
+
+def test_old_module_paths_give_the_module_at_its_new_home():
+    import importlib
+    import sys
+
+    from jitterlab import old_paths
+
+    for old, new in old_paths.OLD_PATHS.items():
+        module = importlib.import_module(old)
+        assert module is importlib.import_module(new), old
+        assert module.__name__ == new and module.__spec__.name == new, old
+        assert sys.modules[old] is sys.modules[new]
+    # a submodule of an old package path is the same module too, not a second copy
+    assert importlib.import_module("jitterlab.bench.latency") is \
+        importlib.import_module("jitterlab.measure.latency")
+    assert old_paths.new_path("jitterlab.schedules.generators") == \
+        "jitterlab.sim.schedules.generators"
+    assert old_paths.new_path("jitterlab.plotting") is None
+
+
+def test_a_submodule_import_does_not_replace_a_public_function():
+    import importlib
+
+    import jitterlab as jl
+
+    importlib.import_module("jitterlab.simulate")  # the old path of jitterlab.sim.simulate
+    importlib.import_module("jitterlab.sweep")
+    importlib.import_module("jitterlab.explore")
+    assert callable(jl.simulate) and jl.simulate.__module__ == "jitterlab.sim.simulate"
+    assert callable(jl.sweep) and callable(jl.explore)
+    from jitterlab.simulate import TreeBarrier
+    assert TreeBarrier is jl.TreeBarrier
+
+
+def test_import_jitterlab_loads_no_numerical_library():
+    import subprocess
+    import sys
+
+    code = ("import sys, jitterlab; heavy = [m for m in ('numpy', 'pandas', 'scipy', 'numba', "
+            "'xarray', 'matplotlib', 'dask') if m in sys.modules]; print(','.join(heavy))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "", f"import jitterlab loaded {done.stdout.strip()}"
