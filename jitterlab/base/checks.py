@@ -104,3 +104,20 @@ def as_process_counts(n, n_models: int) -> np.ndarray:
         raise ValueError(f"n must be a positive integer or a 1-D sequence of them, got {n!r}")
     return np.array([check_integer(f"n[{i}]", v, 1) for i, v in enumerate(arr)],
                     dtype=np.int64)
+
+
+def check_confidence(confidence) -> float:
+    """A confidence level strictly between 0 and 1, as a float (errors name ``confidence``)."""
+    if isinstance(confidence, bool | np.bool_) or not isinstance(confidence,
+                                                                  int | float | np.number):
+        raise TypeError(f"confidence must be a number strictly between 0 and 1, got "
+                        f"{type(confidence).__name__} {confidence!r}")
+    confidence = float(confidence)
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
+    return confidence
+
+
+def plain_scalar(value):
+    """A numpy scalar as the Python number it holds (for messages); other values as given."""
+    return value.item() if isinstance(value, np.generic) else value

@@ -55,6 +55,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..base.checks import plain_scalar
+
 __all__ = ["EQUATIONS", "PERF_TO_PAPI", "l1_miss_rate", "l2_miss_rate", "l2_data_miss_rate",
            "l3_miss_rate", "tlb_miss_ratio", "metrics", "read_perf_stat", "read_papi",
            "PERF_EVENTS", "perf_counters_problem", "measure_perf_stat"]
@@ -403,18 +405,18 @@ def _counts(table: pd.DataFrame, metric: str) -> pd.DataFrame:
         if bad.any():
             row = bad.idxmax()
             raise ValueError(f"{column} is not a number in row {_row(table, row)}: "
-                             f"{_plain(values[row])!r} (equation {number}, {metric})")
+                             f"{plain_scalar(values[row])!r} (equation {number}, {metric})")
         numeric = numeric.astype(np.float64)
         nonfinite = ~np.isfinite(numeric)
         if nonfinite.any():
             row = nonfinite.idxmax()
             raise ValueError(f"{column} is not finite in row {_row(table, row)}: "
-                             f"{_plain(numeric[row])!r} (equation {number}, {metric})")
+                             f"{plain_scalar(numeric[row])!r} (equation {number}, {metric})")
         negative = numeric < 0
         if negative.any():
             row = negative.idxmax()
             raise ValueError(f"{column} is negative in row {_row(table, row)}: "
-                             f"{_plain(values[row])!r}; a count cannot be (equation "
+                             f"{plain_scalar(values[row])!r}; a count cannot be (equation "
                              f"{number}, {metric})")
         counts[column] = numeric
     return pd.DataFrame(counts, index=table.index)
@@ -434,8 +436,8 @@ def _ratio(table: pd.DataFrame, metric: str, numerator: pd.Series, denominator: 
         over = numerator > denominator
         if over.any():
             row = over.idxmax()
-            raise ValueError(f"{part} ({_plain(numerator[row])}) exceeds {what} "
-                             f"({_plain(denominator[row])}) in row {_row(table, row)}: they "
+            raise ValueError(f"{part} ({plain_scalar(numerator[row])}) exceeds {what} "
+                             f"({plain_scalar(denominator[row])}) in row {_row(table, row)}: they "
                              f"count a subset of the same accesses, so the counts are mixed up "
                              f"or from different runs (equation {number}, {metric})")
     return (numerator / denominator).rename(metric)
@@ -447,13 +449,10 @@ def _row(table: pd.DataFrame, row) -> str:
     if label_columns is None:
         label_columns = [c for c in table.columns if not str(c).startswith("PAPI_")]
     label_columns = [c for c in label_columns if c in table.columns]
-    labels = ", ".join(f"{c}={_plain(table.at[row, c])!r}" for c in label_columns[:4])
-    return f"{_plain(row)!r}" + (f" ({labels})" if labels else "")
+    labels = ", ".join(f"{c}={plain_scalar(table.at[row, c])!r}" for c in label_columns[:4])
+    return f"{plain_scalar(row)!r}" + (f" ({labels})" if labels else "")
 
 
-def _plain(value):
-    """A numpy scalar as the Python number it holds (for messages)."""
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def _unavailable_note(table: pd.DataFrame) -> str:
