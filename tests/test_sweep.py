@@ -15,6 +15,7 @@ import pytest
 import xarray as xr
 
 import jitterlab as jl
+from jitterlab import sweep_tasks  # the points' evaluation (serial and Dask)
 from jitterlab.sweep import SweepWarning, local_cluster, point_seeds, sweep
 
 TRACE = jl.synthetic_trace(2.0, rng=11)
@@ -89,7 +90,7 @@ def test_two_workers_give_the_serial_dataset_bit_for_bit(client, serial):
                          [(64, 4, 2), (64, 5, 2), (7, 3, 1), (5, 50, 2), (1, 1, 1), (10, 1, 4),
                           (64, None, 2), (1000, None, 8), (3, None, 2), (1, None, 1)])
 def test_each_task_takes_a_share_of_the_shuffled_grid(n_points, points_per_task, threads):
-    batches = sweep_module._batches(n_points, points_per_task, threads)
+    batches = sweep_tasks._batches(n_points, points_per_task, threads)
     handed = np.concatenate(batches)
     assert sorted(handed.tolist()) == list(range(n_points))  # every point once
     sizes = [len(batch) for batch in batches]
@@ -106,7 +107,7 @@ def test_each_task_takes_a_share_of_the_shuffled_grid(n_points, points_per_task,
         first_half = handed[:32]
         assert 8 < np.count_nonzero(first_half >= 32) < 24
     # the same order every time
-    again = sweep_module._batches(n_points, points_per_task, threads)
+    again = sweep_tasks._batches(n_points, points_per_task, threads)
     assert all(np.array_equal(a, b) for a, b in zip(batches, again, strict=True))
 
 
@@ -150,7 +151,7 @@ def test_point_seeds_come_from_seedsequence_spawn_in_grid_order(serial):
 @pytest.mark.parametrize("order", [lambda n: reversed(range(n)),
                                    lambda n: np.random.default_rng(5).permutation(n).tolist()])
 def test_evaluation_order_does_not_change_the_result(monkeypatch, serial, order):
-    monkeypatch.setattr(sweep_module, "_serial_order", order)
+    monkeypatch.setattr(sweep_tasks, "_serial_order", order)
     xr.testing.assert_identical(serial, simulate_sweep())
 
 
@@ -585,7 +586,7 @@ def exits_always(k):
 
 def test_a_sweep_whose_points_all_kill_workers_stops_fast_naming_them(fragile_client,
                                                                       monkeypatch):
-    monkeypatch.setattr(sweep_module, "WORKER_DEATH_LIMIT", 3)
+    monkeypatch.setattr(sweep_tasks, "WORKER_DEATH_LIMIT", 3)
     grid = {"k": [-2, -1, 0, 1, 2, 3]}  # two healthy points, four killers
 
     def run():
@@ -618,8 +619,8 @@ async def _cannot_start(*args, **kwargs):
 
 def test_a_cluster_left_without_workers_by_deaths_stops_the_sweep_fast(monkeypatch):
     distributed = pytest.importorskip("distributed")
-    monkeypatch.setattr(sweep_module, "RESTART_TIMEOUT", 2.0)
-    monkeypatch.setattr(sweep_module, "_POLL_SECONDS", 0.2)
+    monkeypatch.setattr(sweep_tasks, "RESTART_TIMEOUT", 2.0)
+    monkeypatch.setattr(sweep_tasks, "_POLL_SECONDS", 0.2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cluster = local_cluster(n_workers=1)
@@ -668,8 +669,8 @@ def test_a_cluster_that_loses_every_worker_ends_the_sweep(monkeypatch):
     import time
 
     distributed = pytest.importorskip("distributed")
-    monkeypatch.setattr(sweep_module, "NO_WORKER_TIMEOUT", 1.0)
-    monkeypatch.setattr(sweep_module, "_POLL_SECONDS", 0.2)
+    monkeypatch.setattr(sweep_tasks, "NO_WORKER_TIMEOUT", 1.0)
+    monkeypatch.setattr(sweep_tasks, "_POLL_SECONDS", 0.2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cluster = local_cluster(n_workers=1, processes=False)
