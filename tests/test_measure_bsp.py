@@ -66,7 +66,7 @@ def runs(tmp_path_factory):
         process = subprocess.run(bsp_command(output, phases, *options), capture_output=True,
                                  text=True, timeout=180, cwd=directory)
         assert process.returncode == 0, process.stderr
-        result[name] = (output, process, jl.bench.read_bsp(output), bsp._read_dataset(output))
+        result[name] = (output, process, jl.bench.read_bsp(output), bsp.read_dataset(output))
     return result
 
 
@@ -530,7 +530,7 @@ def test_injected_records_start_at_their_scheduled_time(runs):
 @needs_mpi
 def test_interruptions_of_the_chunks_read_like_the_file(runs):
     output, _, _, dataset = runs["injected"]
-    from_store = bsp._read_dataset(bsp.store_path(output))
+    from_store = bsp.read_dataset(bsp.store_path(output))
     for field in bsp.INTERRUPTION_FIELDS:
         name = f"interruption_{field}"
         np.testing.assert_array_equal(from_store[name].values, dataset[name].values)
@@ -562,7 +562,7 @@ def _run_small_buffer(directory, capacity, phases):
                              capture_output=True, text=True, timeout=180, cwd=directory)
     assert process.returncode == 0, process.stderr
     _, chunks = _chunks.read_store(bsp.store_path(output), kind="bsp")
-    return bsp._read_dataset(output), chunks
+    return bsp.read_dataset(output), chunks
 
 
 def _check_lost_records(dataset, chunks, capacity):
@@ -646,13 +646,13 @@ def test_interruption_records_round_trip_through_the_file(tmp_path):
     assert from_store["phase"].tolist() == [0, 2, 3, 0, 1]
     assert from_store["seq"].tolist() == [0, 4, 6, 0, 2]
     np.testing.assert_allclose(from_store["duration"], [100e-9, 300e-9, 40e-9, 1e-6, 7e-9])
-    _check_records_add_up(bsp._read_dataset(store))
+    _check_records_add_up(bsp.read_dataset(store))
     path = bsp.write_bsp(jl.bench.read_bsp(store), tmp_path / "run.nc")
     from_file = jl.bench.read_bsp_interruptions(path)
     pd_testing = pytest.importorskip("pandas.testing")
     pd_testing.assert_frame_equal(from_file, from_store)
     assert from_file.attrs["interruptions_lost"] == [0, 0]
-    dataset = bsp._read_dataset(path)
+    dataset = bsp.read_dataset(path)
     assert dataset["interruption_kind"].dtype == np.int8
     assert jl.bench.read_bsp(path).data.equals(jl.bench.read_bsp(store).data)
 
@@ -664,7 +664,7 @@ def test_runs_without_interruption_records(tmp_path):
     with pytest.raises(ValueError, match="only the noise per interval"):
         jl.bench.read_bsp_interruptions(store)
     path = bsp.write_bsp(jl.bench.read_bsp(store), tmp_path / "old.nc")
-    assert "interruption_start" not in bsp._read_dataset(path)
+    assert "interruption_start" not in bsp.read_dataset(path)
     with pytest.raises(ValueError, match="only the noise per interval"):
         jl.bench.read_bsp_interruptions(path)
     mixed = tmp_path / "mixed.nc.bsp"
@@ -684,7 +684,7 @@ def test_shipped_runs_hold_every_interruption():
     assert len(names) == 12
     for name in names:
         path = jl.datasets.measurement_path(name)
-        dataset = bsp._read_dataset(path)
+        dataset = bsp.read_dataset(path)
         _check_records_add_up(dataset)
         frame = jl.bench.read_bsp_interruptions(path)
         assert len(frame) == dataset.sizes["interruption"] > 1000

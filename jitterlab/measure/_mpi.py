@@ -206,3 +206,117 @@ def mpi_description(MPI) -> dict:
             "mpi_standard_version": ".".join(str(part) for part in MPI.Get_version()),
             "mpi_library_version": " ".join(library[0].split()) if library else "",
             "mpi4py_version": mpi4py.__version__}
+
+
+# --------------------------------------------------------------------------------------
+# MPI_Allreduce, MPI_Ibarrier, MPI_Iallreduce and MPI_Test from numba (the BSP benchmark)
+# --------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
+# MPI_Allreduce, MPI_Ibarrier, MPI_Iallreduce and MPI_Test from numba
+# --------------------------------------------------------------------------------------
+def _check_arrays(**arrays):
+    for name, array in arrays.items():
+        if not isinstance(array, types.Array) or array.layout != "C":
+            raise TypeError(f"{name} must be a C-contiguous array, got {array}")
+
+
+def _data(context, builder, array_type, array_value):
+    """The data pointer of an array, as ``i8*``."""
+    array = context.make_array(array_type)(context, builder, array_value)
+    return builder.bitcast(array.data, ir.IntType(8).as_pointer())
+
+
+def _reduce_call(context, builder, signature, args, with_request):
+    """``MPI_[I]allreduce(send, receive, send.size, datatype, op, comm[, request])``."""
+    int32 = ir.IntType(32)
+    byte_pointer = ir.IntType(8).as_pointer()
+    address, send, receive, datatype, op, comm = args[:6]
+    types_ = signature.args
+    arguments = [byte_pointer, byte_pointer, int32, ir.IntType(types_[3].bitwidth),
+                 ir.IntType(types_[4].bitwidth), ir.IntType(types_[5].bitwidth)]
+    count = builder.trunc(context.make_array(types_[1])(context, builder, send).nitems, int32)
+    values = [_data(context, builder, types_[1], send),
+              _data(context, builder, types_[2], receive), count, datatype, op, comm]
+    if with_request:
+        arguments.append(byte_pointer)
+        values.append(_data(context, builder, types_[6], args[6]))
+    function_type = ir.FunctionType(int32, arguments)
+    return builder.call(builder.inttoptr(address, function_type.as_pointer()), values)
+
+
+@intrinsic
+def call_allreduce(typingctx, function, send, receive, datatype, op, comm):
+    """``MPI_Allreduce(send, receive, send.size, datatype, op, comm)``; numba code only.
+
+    ``send`` and ``receive`` are distinct contiguous arrays of the same size (no
+    ``MPI_IN_PLACE``, whose value differs between MPI libraries). Returns the MPI error
+    code.
+    """
+    if not isinstance(function, types.Integer):
+        return None
+    _check_arrays(send=send, receive=receive)
+    for name, value in (("datatype", datatype), ("op", op), ("comm", comm)):
+        check_handle(name, value)
+
+    def codegen(context, builder, signature, args):
+        return _reduce_call(context, builder, signature, args, False)
+
+    return types.int32(function, send, receive, datatype, op, comm), codegen
+
+
+@intrinsic
+def call_iallreduce(typingctx, function, send, receive, datatype, op, comm, request):
+    """``MPI_Iallreduce(send, receive, send.size, datatype, op, comm, request)``; numba
+    code only. ``request`` is an int64 array of one element: room for the request handle
+    of any MPI library (an int in MPICH, a pointer in Open MPI). Returns the error code.
+    """
+    if not isinstance(function, types.Integer):
+        return None
+    _check_arrays(send=send, receive=receive, request=request)
+    for name, value in (("datatype", datatype), ("op", op), ("comm", comm)):
+        check_handle(name, value)
+
+    def codegen(context, builder, signature, args):
+        return _reduce_call(context, builder, signature, args, True)
+
+    return types.int32(function, send, receive, datatype, op, comm, request), codegen
+
+
+@intrinsic
+def call_ibarrier(typingctx, function, comm, request):
+    """``MPI_Ibarrier(comm, request)``; numba code only (``request`` as for
+    :func:`call_iallreduce`). Returns the MPI error code."""
+    if not isinstance(function, types.Integer):
+        return None
+    check_handle("comm", comm)
+    _check_arrays(request=request)
+
+    def codegen(context, builder, signature, args):
+        address, comm_value, request_value = args
+        function_type = ir.FunctionType(ir.IntType(32), [ir.IntType(comm.bitwidth),
+                                                         ir.IntType(8).as_pointer()])
+        return builder.call(builder.inttoptr(address, function_type.as_pointer()),
+                            [comm_value, _data(context, builder, request, request_value)])
+
+    return types.int32(function, comm, request), codegen
+
+
+@intrinsic
+def call_test(typingctx, function, request, flag, status):
+    """``MPI_Test(request, flag, status)``; numba code only. ``flag`` is an int32 array of
+    one element (set to 1 once the operation has completed), ``status`` an int64 array of
+    :data:`jitterlab.measure._mpi.STATUS_WORDS` words. Returns the MPI error code."""
+    if not isinstance(function, types.Integer):
+        return None
+    _check_arrays(request=request, flag=flag, status=status)
+
+    def codegen(context, builder, signature, args):
+        address, request_value, flag_value, status_value = args
+        byte_pointer = ir.IntType(8).as_pointer()
+        function_type = ir.FunctionType(ir.IntType(32), [byte_pointer] * 3)
+        return builder.call(builder.inttoptr(address, function_type.as_pointer()),
+                            [_data(context, builder, request, request_value),
+                             _data(context, builder, flag, flag_value),
+                             _data(context, builder, status, status_value)])
+
+    return types.int32(function, request, flag, status), codegen
