@@ -320,3 +320,30 @@ def call_test(typingctx, function, request, flag, status):
                              _data(context, builder, status, status_value)])
 
     return types.int32(function, request, flag, status), codegen
+
+
+# --------------------------------------------------------------------------------------
+# what every MPI benchmark does around its run
+# --------------------------------------------------------------------------------------
+def call_text(function: str, requested: dict, output) -> str:
+    """The call that started a benchmark, as recorded in its files' provenance."""
+    arguments = ", ".join(f"{key}={value!r}" for key, value in requested.items())
+    return f"{function}({arguments}, output={str(output)!r})"
+
+
+def on_own_communicator(comm, benchmark: str, run):
+    """``run(comm, MPI)`` on a duplicate of ``comm`` (``COMM_WORLD`` when None), freed after.
+
+    mpi4py is imported here; without it the ImportError names ``benchmark`` and the
+    ``mpi`` extra that brings it.
+    """
+    try:
+        from mpi4py import MPI
+    except ImportError as exc:
+        raise ImportError(f"the {benchmark} needs mpi4py and an MPI library: pip install "
+                          "'jitterlab[mpi]'") from exc
+    own = (MPI.COMM_WORLD if comm is None else comm).Dup()
+    try:
+        return run(own, MPI)
+    finally:
+        own.Free()

@@ -62,8 +62,10 @@ from ._mpi import (
     call_iallreduce,
     call_ibarrier,
     call_test,
+    call_text,
     handle,
     mpi_functions,
+    on_own_communicator,
 )
 from ._ranks import (
     check_status,
@@ -423,18 +425,9 @@ def bsp_benchmark(phases: int, work: float, output, collective: str = "barrier",
                                inject_duration, inject_seed, threshold, poll, chunk_seconds)
     output = checked[2]
     if command is None:
-        command = "jitterlab.measure.bsp_benchmark(" + ", ".join(
-            f"{key}={value!r}" for key, value in requested.items()) + f", output={str(output)!r})"
-    try:
-        from mpi4py import MPI
-    except ImportError as exc:
-        raise ImportError("the BSP benchmark needs mpi4py and an MPI library: pip install "
-                          "'jitterlab[mpi]'") from exc
-    comm = (MPI.COMM_WORLD if comm is None else comm).Dup()
-    try:
-        return _run(comm, MPI, *checked, pin, overwrite, keep_chunks, progress, command)
-    finally:
-        comm.Free()
+        command = call_text("jitterlab.bench.bsp_benchmark", requested, output)
+    return on_own_communicator(comm, "BSP benchmark", lambda own, MPI: _run(
+        own, MPI, *checked, pin, overwrite, keep_chunks, progress, command))
 
 
 def _set_up_rank(threshold, MPI) -> dict:

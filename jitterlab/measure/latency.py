@@ -49,8 +49,10 @@ from ._mpi import (
     call_barrier,
     call_recv,
     call_send,
+    call_text,
     handle,
     mpi_functions,
+    on_own_communicator,
 )
 from ._ncfile import has_source, read_run, write_dataset
 from ._ranks import (
@@ -310,22 +312,16 @@ def latency_benchmark(output, round_trips: int = 1000, barriers: int = 10000, co
     output, round_trips, barriers = _check_arguments(output, round_trips, barriers)
     limits.check_allow_large(allow_large)
     if command is None:
-        command = "jitterlab.measure.latency.latency_benchmark(" + ", ".join(
-            f"{key}={value!r}" for key, value in requested.items()) + f", output={str(output)!r})"
-    try:
-        from mpi4py import MPI
-    except ImportError as exc:
-        raise ImportError("the latency benchmark needs mpi4py and an MPI library: pip "
-                          "install 'jitterlab[mpi]'") from exc
-    comm = (MPI.COMM_WORLD if comm is None else comm).Dup()
-    try:
-        if comm.Get_size() < 2:
+        command = call_text("jitterlab.bench.latency.latency_benchmark", requested, output)
+
+    def run(own, MPI):
+        if own.Get_size() < 2:
             raise ValueError("the latency benchmark needs at least 2 MPI ranks (run it "
                              "under mpiexec -n 2 or more)")
-        return _run(comm, MPI, output, round_trips, barriers, pin, overwrite, keep_chunks,
+        return _run(own, MPI, output, round_trips, barriers, pin, overwrite, keep_chunks,
                     progress, command, allow_large)
-    finally:
-        comm.Free()
+
+    return on_own_communicator(comm, "latency benchmark", run)
 
 
 def _set_up_rank(MPI) -> dict:

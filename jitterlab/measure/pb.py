@@ -43,7 +43,7 @@ from tqdm import tqdm
 
 from ..io import chunks as _chunks
 from ._machine import check_integer, check_seconds, pinned, utc_now
-from ._mpi import call_barrier, call_bcast, handle, mpi_functions
+from ._mpi import call_barrier, call_bcast, call_text, handle, mpi_functions, on_own_communicator
 from ._ncfile import has_source, read_run, write_dataset
 from ._ranks import (
     check_status,
@@ -430,21 +430,11 @@ def parallel_benchmark(work: float, duration: float, output, random_wait: bool =
                                      max_wait, seed, chunk_seconds, max_samples)
     edges = _check_edges(hist_bins)
     if command is None:
-        command = "jitterlab.measure.parallel_benchmark(" + ", ".join(
-            f"{key}={value!r}" for key, value in requested.items()) + f", output={str(output)!r})"
-    try:
-        from mpi4py import MPI
-    except ImportError as exc:
-        raise ImportError("the Parallel Benchmark needs mpi4py and an MPI library: pip "
-                          "install 'jitterlab[mpi]'") from exc
-
-    comm = (MPI.COMM_WORLD if comm is None else comm).Dup()
-    try:
-        return _run(comm, MPI, work, duration, output, random_wait, broadcast, max_wait,
-                    seed, chunk_seconds, max_samples, edges, hist_bins is None, pin,
-                    overwrite, keep_chunks, progress, command)
-    finally:
-        comm.Free()
+        command = call_text("jitterlab.bench.parallel_benchmark", requested, output)
+    return on_own_communicator(comm, "Parallel Benchmark", lambda own, MPI: _run(
+        own, MPI, work, duration, output, random_wait, broadcast, max_wait, seed,
+        chunk_seconds, max_samples, edges, hist_bins is None, pin, overwrite, keep_chunks,
+        progress, command))
 
 
 def _run(comm, MPI, work, duration, output, random_wait, broadcast, max_wait, seed,
