@@ -59,7 +59,8 @@ from .osnoise import (
     read_rtla_osnoise_hist,
     read_rtla_osnoise_top,
 )
-from .otf2 import read_otf2_events, write_otf2_events
+from .otf2 import read_otf2_events
+from .otf2_write import write_otf2_events
 from .ross import read_summary as read_ross_summary
 from .sysjitter import read_summary as read_sysjitter_summary
 

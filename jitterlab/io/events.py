@@ -125,7 +125,7 @@ def read_events(path) -> EventTrace:
     path = Path(path)
     kind = _kind_of(path)
     if kind == "otf2":
-        from ..io.otf2 import read_otf2_events
+        from .otf2 import read_otf2_events
 
         return read_otf2_events(path)
     if not path.is_file():
