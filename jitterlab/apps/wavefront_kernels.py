@@ -40,6 +40,15 @@ NO_NOISE, TRACE, DELTA = 0, 1, 2
 
 
 
+@numba.njit(cache=True, inline="always")
+def sweep_rank(ii, jj, dx, dy, px, py):
+    """The rank met ``ii``-th along x and ``jj``-th along y by a sweep in direction (dx, dy)
+    of a px × py grid numbered row by row: the order of a pipelined sweep's cells."""
+    i = ii if dx > 0 else px - 1 - ii
+    j = jj if dy > 0 else py - 1 - jj
+    return j * px + i
+
+
 @numba.njit(cache=True)
 def run_passes(state, first, count, px, py, corners, blocks, work, send, recv,
                wire_x, wire_y, allreduce, mode, table, offsets, delta, iteration_end,
@@ -63,10 +72,8 @@ def run_passes(state, first, count, px, py, corners, blocks, work, send, recv,
         dx = corners[sweep, 0]
         dy = corners[sweep, 1]
         for jj in range(py):
-            j = jj if dy > 0 else py - 1 - jj
             for ii in range(px):
-                i = ii if dx > 0 else px - 1 - ii
-                rank = j * px + i
+                rank = sweep_rank(ii, jj, dx, dy, px, py)
                 t = state[rank, CLOCK]
                 for step in range(5):  # receive x, receive y, compute, send x, send y
                     if step == 0:
@@ -151,10 +158,8 @@ def pipeline_pieces(px, py, corners, blocks, iterations, work, send, recv, wire_
             dx = corners[sweep, 0]
             dy = corners[sweep, 1]
             for jj in range(py):
-                j = jj if dy > 0 else py - 1 - jj
                 for ii in range(px):
-                    i = ii if dx > 0 else px - 1 - ii
-                    rank = j * px + i
+                    rank = sweep_rank(ii, jj, dx, dy, px, py)
                     ux, uy = ii > 0, jj > 0
                     vx, vy = ii < px - 1, jj < py - 1
                     cost = work + (ux + uy) * recv + (vx + vy) * send
