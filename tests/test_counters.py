@@ -1,6 +1,6 @@
 """jitterlab.compare.counters (Holder & Carothers, seed 004): the miss-rate equations on
-hand-computed tables, the errors for missing counters and bad counts, the perf stat and PAPI readers on
-files in the tools' real formats, ``jitterlab measure counters``, and the paper's numbers
+hand-computed tables, the errors for missing counters and bad counts, the perf stat and PAPI
+readers on files in the tools' real formats, ``jitterlab measure counters``, and the paper's numbers
 in data/holder_carothers_2011.csv."""
 
 import doctest
