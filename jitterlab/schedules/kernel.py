@@ -31,11 +31,25 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["simulate_arrays", "channels", "successors", "NO_NOISE", "TRACE", "DELTA"]
+from .schedule import ANY_SOURCE, ANY_TAG
+
+__all__ = ["simulate_arrays", "simulate_with_times", "new_operation_times", "TIME_FIELDS",
+           "START", "CPU_START", "CPU_END", "NOISE", "COMPLETE", "channels", "successors",
+           "schedule_arguments", "NO_NOISE", "TRACE", "DELTA"]
 
 NO_NOISE, TRACE, DELTA = 0, 1, 2
 _SEND, _RECV, _CALC = 1, 2, 3
 _THRESHOLD = 16  # libstdc++ std::sort: _S_threshold
+
+#: rows of the per-operation times of :func:`simulate_with_times` (see its docstring)
+TIME_FIELDS = ("start", "cpu_start", "cpu_end", "noise", "complete")
+START, CPU_START, CPU_END, NOISE, COMPLETE = range(len(TIME_FIELDS))
+
+
+def new_operation_times(n_operations: int) -> np.ndarray:
+    """An int64 array (len(TIME_FIELDS), n_operations) of −1 for :func:`simulate_with_times`
+    to fill (−1 stays where an operation never got there)."""
+    return np.full((len(TIME_FIELDS), n_operations), -1, dtype=np.int64)
 
 
 # --------------------------------------------------------------------------------------
@@ -280,6 +294,55 @@ def successors(n, offsets, targets):
     return counts, out
 
 
+def schedule_arguments(schedule, params, resolution: float = 1e-12) -> tuple:
+    """The arguments of :func:`simulate_with_times` from ``kind`` to ``eager_limit``.
+
+    Parameters
+    ----------
+    schedule : Schedule
+        The schedule (its columns and CSR dependencies).
+    params : LogGOPS
+        Its costs [s]; ``S=None`` makes every message eager.
+    resolution : float
+        The tick: costs and calc durations are rounded to it. [s]
+
+    Examples
+    --------
+    >>> import jitterlab as jl
+    >>> from jitterlab.schedules import SEND, RECV, kernel
+    >>> ping = jl.Schedule(2, kind=[SEND, RECV], rank=[0, 1], peer=[1, 0], size=[8, 8])
+    >>> args = kernel.schedule_arguments(ping, jl.LogGOPS.from_loggopsim())
+    >>> times, end = kernel.new_operation_times(2), np.zeros(2, dtype=np.int64)
+    >>> none = np.zeros(2, dtype=np.int64)
+    >>> _ = kernel.simulate_with_times(*args, kernel.NO_NOISE, none, none, none, none[:0],
+    ...                                times, end)
+    >>> (times[kernel.CPU_END] // 1000).tolist()  # o; o + L + o + 7 G [ns]
+    [1500, 5542]
+    """
+    s = schedule
+    n = s.n_operations
+    calc = np.rint(s.duration / resolution).astype(np.int64)
+    succ_offsets, succ = successors(n, s.requires_offsets, s.requires)
+    isucc_offsets, isucc = successors(n, s.irequires_offsets, s.irequires)
+    waits = (np.diff(s.requires_offsets) + np.diff(s.irequires_offsets)).astype(np.int64)
+    comm = s.kind != _CALC
+    exact = not bool(np.any(comm & (s.tag == ANY_TAG))
+                     or np.any((s.kind == _RECV) & (s.peer == ANY_SOURCE)))
+    if exact:
+        channel, n_channels = channels(s.kind, s.rank, s.peer, s.tag)
+    else:  # one queue per receiving host, searched in posting order
+        channel = np.where(s.kind == _SEND, s.peer, s.rank).astype(np.int64)
+        n_channels = s.num_ranks
+    n_cpus = int(s.cpu.max()) + 1 if n else 1
+    n_nics = int(s.nic.max()) + 1 if n else 1
+    ticks = [int(np.rint(getattr(params, name) / resolution))
+             for name in ("L", "o", "g", "G", "O")]
+    eager_limit = 2**62 if params.S is None else int(params.S)
+    return (s.kind, s.rank, s.peer, s.size, s.tag, calc, s.cpu, s.nic, s.rank_offsets,
+            succ_offsets, succ, isucc_offsets, isucc, waits, channel, n_channels, exact,
+            n_cpus, n_nics, *ticks, eager_limit)
+
+
 # --------------------------------------------------------------------------------------
 # noise
 
@@ -360,13 +423,59 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
                     delta, op_start, op_end, end_out):
     """Run the schedule once; fill ``end_out[host]`` (the latest CPU free time [ticks]).
 
+    The arguments up to ``delta`` are those of :func:`simulate_with_times`.
+    ``op_start``/``op_end`` (when of size n, else of size 0): the rows ``START`` and
+    ``COMPLETE`` of its per-operation times [ticks] are written there.
+
+    Returns (operations finished, events handled, entries left in the queues).
+    """
+    n = kind.size
+    keep = op_start.size == n
+    times = np.full((len(TIME_FIELDS), n if keep else 0), -1, dtype=np.int64)
+    result = simulate_with_times(
+        kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets, succ_offsets, succ,
+        isucc_offsets, isucc, waits, channel, n_channels, exact, n_cpus, n_nics, latency,
+        overhead, gap, gap_per_byte, overhead_per_byte, eager_limit, mode, trc_start,
+        trc_dur, rank_time, delta, times, end_out)
+    if keep:
+        op_start[:] = times[START]
+        op_end[:] = times[COMPLETE]
+    return result
+
+
+@numba.njit(cache=True)
+def simulate_with_times(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
+                        succ_offsets, succ, isucc_offsets, isucc, waits, channel,
+                        n_channels, exact, n_cpus, n_nics, latency, overhead, gap,
+                        gap_per_byte, overhead_per_byte, eager_limit, mode, trc_start,
+                        trc_dur, rank_time, delta, times, end_out):
+    """Run the schedule once; fill ``end_out[host]`` (the latest CPU free time [ticks])
+    and, when requested, every operation's times.
+
+    Per-operation times: pass ``times = new_operation_times(n)`` (shape
+    (len(TIME_FIELDS), n), int64, −1) to have them filled, or an array of shape
+    (len(TIME_FIELDS), 0) for none (then nothing is recorded and nothing costs). Row
+    ``times[F]`` is indexed like the schedule's operations, in ticks:
+
+    * ``START``: a calc or send takes its CPU (= ``CPU_START``); a recv is posted;
+    * ``CPU_START``, ``CPU_END``: the CPU time the operation charges, noise included:
+      a calc's duration, a send's o + (s−1)·O, a recv's o + max((s−1)·O, (s−1)·G) when
+      its message is taken off the network (progress on arrival: for a message that
+      came before its recv was posted, this lies before ``START``);
+    * ``NOISE``: the noise inside [``CPU_START``, ``CPU_END``);
+    * ``COMPLETE``: when the operation releases its requires-successors: a calc at
+      ``CPU_END``, an eager send at ``CPU_END``, a rendezvous send (s > S) when its
+      receive matches, a recv at ``CPU_END`` when its message came after it was posted,
+      at ``START`` when the message was waiting (LogGOPSim's times).
+
+    −1 is left where an operation never got there (a deadlock).
+
     ``waits[i]``: number of requires + irequires of operation i (copied, not changed).
     ``channel``: from :func:`channels` when ``exact`` (no wildcard: the first queued
     entry of a channel always matches), else the receiving host (wildcards: the queue
     of the host is searched in posting order). ``delta`` (mode 2): the noise [ticks] of
     operation i's own CPU use at ``delta[i]`` and of receiving send i's message at
-    ``delta[n + i]``. ``op_start``/``op_end`` (when of size n): time each operation
-    started and finished [ticks].
+    ``delta[n + i]``.
 
     Returns (operations finished, events handled, entries left in the queues).
 
@@ -376,7 +485,11 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
     """
     n = kind.size
     p = rank_offsets.size - 1
-    keep = op_start.size == n
+    keep = times.shape[1] == n and n > 0
+    # the receive CPU time of a message that waits unexpected, for its recv [ticks]
+    m_cpu_start = np.empty(n if keep else 0, dtype=np.int64)
+    m_cpu_end = np.empty(n if keep else 0, dtype=np.int64)
+    m_noise = np.empty(n if keep else 0, dtype=np.int64)
     remaining = waits.copy()
     nexto = np.zeros(p * n_cpus, dtype=np.int64)
     nextgr = np.zeros(p * n_nics, dtype=np.int64)
@@ -464,8 +577,11 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
                                        rank_time, delta)
                     nexto[c] = t + calc[i] + noise
                     if keep:
-                        op_start[i] = t
-                        op_end[i] = nexto[c]
+                        times[START, i] = t
+                        times[CPU_START, i] = t
+                        times[CPU_END, i] = nexto[c]
+                        times[NOISE, i] = noise
+                        times[COMPLETE, i] = nexto[c]
                     for j in range(isucc_offsets[i], isucc_offsets[i + 1]):
                         b = isucc[j]
                         remaining[b] -= 1
@@ -500,14 +616,17 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
                     nexto[c] = t + overhead + _per_byte(size[i], overhead_per_byte) + noise
                     nextgs[nc] = t + gap + _per_byte(size[i], gap_per_byte)
                     if keep:
-                        op_start[i] = t
+                        times[START, i] = t
+                        times[CPU_START, i] = t
+                        times[CPU_END, i] = nexto[c]
+                        times[NOISE, i] = noise
                     pend_t[n_push], pend_s[n_push], pend_c[n_push] = (
                         t + overhead + latency, stamp, n + i)
                     n_push += 1
                     stamp += 1
                     if size[i] <= eager_limit:
                         if keep:
-                            op_end[i] = nexto[c]
+                            times[COMPLETE, i] = nexto[c]
                         for j in range(succ_offsets[i], succ_offsets[i + 1]):
                             b = succ[j]
                             remaining[b] -= 1
@@ -526,7 +645,7 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
                         n_ready += 1
                 host_a = host
                 if keep:
-                    op_start[i] = t
+                    times[START, i] = t
                 ch = channel[i]
                 m = uq_head[ch]
                 if not exact:
@@ -554,7 +673,7 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
                         if nextgs[sn] < t:
                             nextgs[sn] = t
                         if keep:
-                            op_end[m] = t
+                            times[COMPLETE, m] = t
                         for j in range(succ_offsets[m], succ_offsets[m + 1]):
                             b = succ[j]
                             remaining[b] -= 1
@@ -564,7 +683,10 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
                         done += 1
                         host_b = src
                     if keep:
-                        op_end[i] = t
+                        times[CPU_START, i] = m_cpu_start[m]
+                        times[CPU_END, i] = m_cpu_end[m]
+                        times[NOISE, i] = m_noise[m]
+                        times[COMPLETE, i] = t
                     for j in range(succ_offsets[i], succ_offsets[i + 1]):
                         b = succ[j]
                         remaining[b] -= 1
@@ -621,7 +743,7 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
                         if nextgs[sn] < t:
                             nextgs[sn] = t
                         if keep:
-                            op_end[s] = t
+                            times[COMPLETE, s] = t
                         for j in range(succ_offsets[s], succ_offsets[s + 1]):
                             b = succ[j]
                             remaining[b] -= 1
@@ -631,7 +753,10 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
                         done += 1
                         host_b = src
                     if keep:
-                        op_end[m] = nexto[c]
+                        times[CPU_START, m] = t
+                        times[CPU_END, m] = nexto[c]
+                        times[NOISE, m] = noise
+                        times[COMPLETE, m] = nexto[c]
                     for j in range(succ_offsets[m], succ_offsets[m + 1]):
                         b = succ[j]
                         remaining[b] -= 1
@@ -641,6 +766,8 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
                     done += 1
                     host_a = host
                 else:  # unexpected
+                    if keep:
+                        m_cpu_start[s], m_cpu_end[s], m_noise[s] = t, nexto[c], noise
                     q_next[s] = -1
                     q_prev[s] = uq_tail[ch]
                     if uq_tail[ch] >= 0:
