@@ -61,7 +61,7 @@ EXPERIMENTS = {
     "tools": {"sysjitter": [], "jitterlab": []},
 }
 #: how many times a batch runs its mirrored order
-REPEATS = {"setups": 1, "quanta": 2, "tools": 2}
+REPEATS = {"setups": 1, "quanta": 1, "tools": 2}
 COLUMNS = ["experiment", "batch", "position", "arm", "file", "start_utc", "end_utc",
            "load_before", "load_after", "run_cpu_s", "other_cpu_s", "wall_s", "command"]
 SECONDS = {"setups": 15, "quanta": 15, "tools": 10}
