@@ -12,6 +12,7 @@ import functools
 import math
 from dataclasses import asdict, dataclass
 
+import numba
 import numpy as np
 import xarray as xr
 
@@ -119,7 +120,9 @@ class TreeBarrier:
         (0 with fewer than three phases)."""
         intra = self.latency if self.intra_node_latency is None else self.intra_node_latency
         with kernel_threads(n, PARALLEL_MIN_TASKS):
-            phase_end, change = _simkernels.noiseless_tree(
+            kernel = _one_thread_or(_simkernels.noiseless_tree,
+                                    _simkernels.noiseless_tree_one_thread)
+            phase_end, change = kernel(
                 n, float(work), phases, int(self.fanout), float(self.send), float(self.recv),
                 float(self.latency), float(intra), int(self.cores_per_node or 0),
                 tree_levels(n, int(self.fanout)), np.zeros((0, 0)))
@@ -139,13 +142,22 @@ class TreeBarrier:
         op_ends = np.full((phases, n_tasks, 2 * fanout + 3) if ops else (0, 0, 0), np.nan)
         intra = self.latency if self.intra_node_latency is None else self.intra_node_latency
         with kernel_threads(n_tasks, PARALLEL_MIN_TASKS):
-            phase_end = _simkernels.run_tree_barrier(
+            kernel = _one_thread_or(_simkernels.run_tree_barrier,
+                                    _simkernels.run_tree_barrier_one_thread)
+            phase_end = kernel(
                 table, offsets, work, phases, fanout, float(self.send), float(self.recv),
                 float(self.latency), float(intra), int(self.cores_per_node or 0),
                 tree_levels(n_tasks, fanout), compute, end_times, op_ends)
         theta = np.diff(phase_end, prepend=0.0)
         return (theta, (compute if detail else None), (end_times if detail else None),
                 (op_ends if ops else None))
+
+
+def _one_thread_or(parallel, one_thread):
+    """The kernel to call now: its one-thread compilation when numba runs one thread (as
+    :func:`jitterlab.threads.kernel_threads` decided), else the parallel one. Both give the
+    same results; the one-thread one saves the parallel layer's cost (issue #20)."""
+    return one_thread if numba.get_num_threads() == 1 else parallel
 
 
 def tree_levels(n: int, fanout: int) -> np.ndarray:
@@ -231,8 +243,9 @@ def _run(table, offsets, work, phases, barrier, detail, ops=False):
     order = np.argsort(offsets, kind="stable")
     sorted_compute = np.zeros(shape)
     with kernel_threads(n_tasks, PARALLEL_MIN_TASKS):
-        theta = _simkernels.run_without_barrier(table, offsets[order], work, phases, _CHUNKS,
-                                                sorted_compute)
+        kernel = _one_thread_or(_simkernels.run_without_barrier,
+                                _simkernels.run_without_barrier_one_thread)
+        theta = kernel(table, offsets[order], work, phases, _CHUNKS, sorted_compute)
     if not detail:
         return theta, None, None, None
     compute = np.zeros(shape)
