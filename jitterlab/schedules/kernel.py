@@ -6,7 +6,10 @@ LogGOPSim's integer nanoseconds. The loop follows LogGOPSim (Hoefler, Schneider 
 Lumsdaine, HPDC 2010; its ``LogGOPSim.cpp`` built with ``STRICT_ORDER`` and
 ``LIST_MATCH``) step by step:
 
-* one event queue ordered by (time, creation stamp); a retried event keeps its stamp;
+* one event queue ordered by (time, creation stamp); a retried event keeps its stamp
+  (here a radix queue on the integer times with a stamp-sorted list per time, O(1)
+  amortized per event, and a binary heap for the rare event dated before the latest
+  one; any exact priority queue gives the same order, as the stamps are unique);
 * an operation becomes ready when its requires (finished) and irequires (started)
   are met; the ready operations of one host, gathered while one event is handled,
   are ordered by kind (send, recv, calc) with the same unstable sort as libstdc++'s
@@ -188,29 +191,31 @@ def std_sort(buf, first, last, kind):
 
 
 # --------------------------------------------------------------------------------------
-# the event queue: a binary heap of (time, stamp, code), smallest (time, stamp) on top
+# the event queue (written out in simulate_with_times): a radix queue, and a binary heap
+# for past events
 
 @numba.njit(cache=True, inline="always")
-def _before(ht, hs, a, b):
-    return ht[a] < ht[b] or (ht[a] == ht[b] and hs[a] < hs[b])
-
-
-@numba.njit(cache=True)
-def _push(ht, hs, hc, size, time, stamp, code):
-    child = size
-    while child > 0:
-        parent = (child - 1) >> 1
-        pt = ht[parent]
-        if time < pt or (time == pt and stamp < hs[parent]):
-            ht[child] = pt
-            hs[child] = hs[parent]
-            hc[child] = hc[parent]
-            child = parent
-        else:
-            break
-    ht[child] = time
-    hs[child] = stamp
-    hc[child] = code
+def _bit_length(x):
+    """Number of bits of x > 0 (the radix queue's bucket of a time x = t ^ last)."""
+    b = 1
+    if x >> 32:
+        x >>= 32
+        b += 32
+    if x >> 16:
+        x >>= 16
+        b += 16
+    if x >> 8:
+        x >>= 8
+        b += 8
+    if x >> 4:
+        x >>= 4
+        b += 4
+    if x >> 2:
+        x >>= 2
+        b += 2
+    if x >> 1:
+        b += 1
+    return b
 
 
 @numba.njit(cache=True)
@@ -241,14 +246,12 @@ def channels(kind, rank, peer, tag):
     for i in range(n):
         if kind[i] != _CALC:
             comm += 1
-    capacity = 16
-    while capacity < 2 * comm:
+    capacity = 16  # more slots than channels (at most comm; comm / 2 when all match)
+    while capacity <= comm:
         capacity *= 2
     mask = np.uint64(capacity - 1)
-    k1 = np.empty(capacity, dtype=np.int64)
-    k2 = np.empty(capacity, dtype=np.int64)
-    k3 = np.empty(capacity, dtype=np.int64)
-    ids = np.full(capacity, -1, dtype=np.int64)
+    table = np.empty((capacity, 3), dtype=np.int64)  # receiver·2^32 + sender, tag, id
+    table[:, 2] = -1
     out = np.full(n, -1, dtype=np.int64)
     count = 0
     for i in range(n):
@@ -259,17 +262,17 @@ def channels(kind, rank, peer, tag):
         else:
             receiver, sender = np.int64(rank[i]), np.int64(peer[i])
         t = tag[i]
+        pair = (receiver << 32) | sender  # ranks < 2^31
         slot = _mix(receiver, sender, t) & mask
         while True:
             s = np.int64(slot)
-            if ids[s] < 0:
-                ids[s] = count
-                k1[s], k2[s], k3[s] = receiver, sender, t
+            if table[s, 2] < 0:
+                table[s, 0], table[s, 1], table[s, 2] = pair, t, count
                 out[i] = count
                 count += 1
                 break
-            if k1[s] == receiver and k2[s] == sender and k3[s] == t:
-                out[i] = ids[s]
+            if table[s, 0] == pair and table[s, 1] == t:
+                out[i] = table[s, 2]
                 break
             slot = (slot + np.uint64(1)) & mask
     return out, count
@@ -479,9 +482,9 @@ def simulate_with_times(kind, rank, peer, size, tag, calc, cpu, nic, rank_offset
 
     Returns (operations finished, events handled, entries left in the queues).
 
-    The loops that release waiting operations, and the heap's sift-down and sift-up, are
+    The loops that release waiting operations and the event queue's operations are
     written out where they are used, not called: a numba call that passes arrays pays
-    reference counting on every event (3x slower for the heap in a micro-benchmark).
+    reference counting on every event (3x slower for a heap in a micro-benchmark).
     """
     n = kind.size
     p = rank_offsets.size - 1
@@ -500,11 +503,41 @@ def simulate_with_times(kind, rank, peer, size, tag, calc, cpu, nic, rank_offset
     uq_tail = np.full(n_channels, -1, dtype=np.int64)
     q_next = np.empty(n, dtype=np.int64)
     q_prev = np.empty(n, dtype=np.int64)
-    capacity = 1024
+    # The event queue, in (time, stamp) order. Times handed out are monotone except
+    # rarely (a CPU of a host other than the one just handled, a 0-byte message with
+    # O > o): those "past" events go to a binary heap (ht, hs, hc; size_q) that is
+    # served first. All other events are in a radix queue keyed by time: ``last`` is
+    # the time of the latest event taken from it; events at ``last`` wait in ``fifo``
+    # (key = stamp << code_bits | code, kept sorted, so in stamp order), an event at
+    # a later time in bucket b = bit length of (time ^ last), a linked list through
+    # the node pool (pool_t, pool_k, pool_next). When the fifo is empty, the lowest
+    # non-empty bucket is spread: its least time becomes ``last``, its events at that
+    # time fill the fifo (sorted) and the others move to lower buckets. Each event is
+    # handled in O(1) amortized, and the order is exactly the heap's.
+    capacity = 64
     ht = np.empty(capacity, dtype=np.int64)
     hs = np.empty(capacity, dtype=np.int64)
     hc = np.empty(capacity, dtype=np.int64)
     size_q = 0
+    code_bits = 1
+    while (1 << code_bits) < 2 * n + 2:
+        code_bits += 1
+    if 2 * code_bits > 62:
+        raise ValueError("the schedule has too many operations for the event queue")
+    code_mask = (1 << code_bits) - 1
+    last = 0
+    fifo = np.empty(1024, dtype=np.int64)
+    f_head = 0
+    f_tail = 0
+    bucket_head = np.full(65, -1, dtype=np.int64)
+    bucket_min = np.full(65, np.iinfo(np.int64).max, dtype=np.int64)
+    pool_t = np.empty(1024, dtype=np.int64)
+    pool_k = np.empty(1024, dtype=np.int64)
+    pool_next = np.empty(1024, dtype=np.int64)
+    for q in range(pool_next.size - 1):
+        pool_next[q] = q + 1
+    pool_next[pool_next.size - 1] = -1
+    free_node = 0
     widest = 1
     for r in range(p):
         widest = max(widest, rank_offsets[r + 1] - rank_offsets[r])
@@ -529,18 +562,57 @@ def simulate_with_times(kind, rank, peer, size, tag, calc, cpu, nic, rank_offset
                 order[count] = i
                 count += 1
         std_sort(order, 0, count, kind)
-        for k in range(count):
-            if size_q == capacity:
-                capacity *= 2
-                ht, hs = _resized(ht, capacity), _resized(hs, capacity)
-                hc = _resized(hc, capacity)
-            _push(ht, hs, hc, size_q, 0, stamp, order[k])
-            size_q += 1
+        for k in range(count):  # all at time 0 = last, in stamp order
+            if f_tail == fifo.size:
+                fifo = _resized(fifo, 2 * fifo.size)
+            fifo[f_tail] = (stamp << code_bits) | order[k]
+            f_tail += 1
             stamp += 1
 
-    while size_q > 0:
-        t, st, code = ht[0], hs[0], hc[0]
-        size_q -= 1
+    while True:
+        if size_q == 0:  # the radix queue
+            if f_head == f_tail:  # spread the lowest non-empty bucket
+                b = 1
+                while b < 65 and bucket_head[b] < 0:
+                    b += 1
+                if b == 65:
+                    break
+                least = bucket_min[b]
+                node = bucket_head[b]
+                bucket_head[b] = -1
+                bucket_min[b] = np.iinfo(np.int64).max
+                f_head = 0
+                f_tail = 0
+                while node >= 0:
+                    following = pool_next[node]
+                    when = pool_t[node]
+                    if when == least:
+                        if f_tail == fifo.size:
+                            fifo = _resized(fifo, 2 * fifo.size)
+                        fifo[f_tail] = pool_k[node]
+                        f_tail += 1
+                        pool_next[node] = free_node
+                        free_node = node
+                    else:
+                        nb = _bit_length(when ^ least)
+                        pool_next[node] = bucket_head[nb]
+                        bucket_head[nb] = node
+                        if when < bucket_min[nb]:
+                            bucket_min[nb] = when
+                    node = following
+                last = least
+                if f_tail > 1:
+                    fifo[:f_tail].sort()
+            t = last
+            key = fifo[f_head]
+            f_head += 1
+            st = key >> code_bits
+            code = key & code_mask
+            events += 1
+        else:  # a past event: the binary heap
+            t, st, code = ht[0], hs[0], hc[0]
+            size_q -= 1
+            events += 1
         if size_q > 0:  # the heap's last entry sifts down from the top (inlined: a call
             lt, ls, lc = ht[size_q], hs[size_q], hc[size_q]  # per event costs 3x)
             parent = 0
@@ -559,7 +631,6 @@ def simulate_with_times(kind, rank, peer, size, tag, calc, cpu, nic, rank_offset
                     break
             ht[parent], hs[parent], hc[parent] = lt, ls, lc
         n_push = 0
-        events += 1
         n_ready = 0
         host_a = -1  # the (at most two) hosts that completed something
         host_b = -1
@@ -803,12 +874,48 @@ def simulate_with_times(kind, rank, peer, size, tag, calc, cpu, nic, rank_offset
                     pend_t[n_push], pend_s[n_push], pend_c[n_push] = when, stamp, b
                     n_push += 1
                     stamp += 1
-        if size_q + n_push > capacity:
-            while size_q + n_push > capacity:
-                capacity *= 2
-            ht, hs, hc = _resized(ht, capacity), _resized(hs, capacity), _resized(hc, capacity)
-        for q in range(n_push):  # sift up (inlined)
+        for q in range(n_push):
             time_, stamp_, code_ = pend_t[q], pend_s[q], pend_c[q]
+            if time_ == last:  # into the fifo, at its place by stamp (a retry's is old)
+                if f_tail == fifo.size:
+                    if f_head > 0:
+                        fifo[:f_tail - f_head] = fifo[f_head:f_tail].copy()
+                        f_tail -= f_head
+                        f_head = 0
+                    else:
+                        fifo = _resized(fifo, 2 * fifo.size)
+                key = (stamp_ << code_bits) | code_
+                place = f_tail
+                while place > f_head and fifo[place - 1] > key:
+                    fifo[place] = fifo[place - 1]
+                    place -= 1
+                fifo[place] = key
+                f_tail += 1
+                continue
+            if time_ > last:  # into bucket bit_length(time ^ last)
+                if free_node < 0:
+                    old = pool_t.size
+                    pool_t = _resized(pool_t, 2 * old)
+                    pool_k = _resized(pool_k, 2 * old)
+                    pool_next = _resized(pool_next, 2 * old)
+                    for node in range(old, 2 * old - 1):
+                        pool_next[node] = node + 1
+                    pool_next[2 * old - 1] = -1
+                    free_node = old
+                node = free_node
+                free_node = pool_next[node]
+                nb = _bit_length(time_ ^ last)
+                pool_t[node] = time_
+                pool_k[node] = (stamp_ << code_bits) | code_
+                pool_next[node] = bucket_head[nb]
+                bucket_head[nb] = node
+                if time_ < bucket_min[nb]:
+                    bucket_min[nb] = time_
+                continue
+            if size_q == capacity:  # a past event: sift up in the binary heap (inlined)
+                capacity *= 2
+                ht, hs = _resized(ht, capacity), _resized(hs, capacity)
+                hc = _resized(hc, capacity)
             child = size_q
             while child > 0:
                 parent = (child - 1) >> 1
