@@ -131,6 +131,7 @@ def record(args) -> None:
 
 def pack(args) -> None:
     """Write the notebooks' files from the raw folder (see the module docstring)."""
+    import numpy as np
     import pandas as pd
     import xarray as xr
 
@@ -147,6 +148,7 @@ def pack(args) -> None:
         for name in rows["file"]:
             ds = jl.bench.read_pb(raw / name).copy()
             ds.attrs = {}
+            ds = ds.assign_coords(sample=np.arange(ds.sizes["sample"]))  # padded with NaN
             parts.append(ds)
         packed = xr.concat(parts, dim=pd.Index(list(rows["file"]), name="run"),
                            join="outer", combine_attrs="drop")
