@@ -5,10 +5,14 @@
 read and write LogGOPSim's GOAL text; :class:`LogGOPS` holds the cost parameters and
 :func:`simulate_schedule` runs a schedule with LogGOPSim's semantics, without noise (equal
 to LogGOPSim to the nanosecond) or under a noise trace or law; :mod:`generators` builds the
-schedules of common collectives and patterns as LogGOPSim's Schedgen2 does.
+schedules of common collectives and patterns as LogGOPSim's Schedgen2 does, and
+:mod:`programs` jitterlab's own programs (tree barrier, round collectives, wavefront).
+``simulate_schedule(..., detail="events")`` gives a run's :class:`~jitterlab.EventTrace`
+(:mod:`jitterlab.schedules.tracing`), and ``EventTrace.to_schedule()`` a schedule from a
+trace.
 """
 
-from . import generators
+from . import generators, programs
 from .goal import GoalSyntaxError, read_goal, write_goal
 from .loggops import LogGOPS
 from .schedule import (
@@ -24,4 +28,4 @@ from .simulate import DeadlockError, simulate_schedule
 
 __all__ = ["Schedule", "LogGOPS", "simulate_schedule", "DeadlockError", "read_goal",
            "write_goal", "GoalSyntaxError", "SEND", "RECV", "CALC", "ANY_SOURCE", "ANY_TAG",
-           "dependencies_from_pairs", "generators"]
+           "dependencies_from_pairs", "generators", "programs"]
