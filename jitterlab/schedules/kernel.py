@@ -198,23 +198,12 @@ def std_sort(buf, first, last, kind):
 def _bit_length(x):
     """Number of bits of x > 0 (the radix queue's bucket of a time x = t ^ last)."""
     b = 1
-    if x >> 32:
-        x >>= 32
-        b += 32
-    if x >> 16:
-        x >>= 16
-        b += 16
-    if x >> 8:
-        x >>= 8
-        b += 8
-    if x >> 4:
-        x >>= 4
-        b += 4
-    if x >> 2:
-        x >>= 2
-        b += 2
-    if x >> 1:
-        b += 1
+    shift = 32
+    while shift > 0:  # binary search of the highest bit
+        if x >> shift:
+            x >>= shift
+            b += shift
+        shift >>= 1
     return b
 
 
