@@ -1,11 +1,15 @@
 """What is the noise of this machine? Detours attributed to their kernel causes (issue #22).
 
-Run as root with tracefs (timing-sensitive: under the team's measurement lock)::
+Run as root with tracefs, timing-sensitive parts on a quiet machine, one part per batch of
+less than 3 minutes (``quiet.sh`` takes the team's measurement lock and pauses its niced
+work)::
 
-    flock /work/team/measure.lock python benchmarks/bench_attribution.py \
-        --save data/kernel_events/cpu1_60s.detour
+    /work/team/quiet.sh python benchmarks/bench_attribution.py --parts machine \
+        --seconds 16 --save data/kernel_events/cpu1_16s.detour
+    /work/team/quiet.sh python benchmarks/bench_attribution.py --parts overhead --pairs 6
+    python benchmarks/bench_attribution.py --parts speed
 
-Prints three parts:
+Prints up to four parts (``--parts``, default the first three):
 
 1. A recording of this machine (default 60 s on CPU 1, threshold 300 ns) with its kernel
    events (``jl.bench.detour(..., kernel_events=True)``), joined by
@@ -20,6 +24,8 @@ Prints three parts:
 3. The overhead of recording kernel events on the loop: interleaved pairs (ABBA order) of
    recordings with and without, the noise fraction of each, the mean paired difference with
    its standard error.
+4. The speed of ``attribute_recording`` on a shipped recording: the time of reading it and
+   of the join, the join now against the join at commit ``BEFORE`` in the same process.
 
 With ``--save DIR`` the recording of part 1 is kept there (chunk store: detours and kernel
 events) and the figures are written to ``DIR.json``.
@@ -44,6 +50,9 @@ REPOSITORY = Path(__file__).resolve().parent.parent
 DUTYHOG = REPOSITORY / "data" / "dutyhog.c"
 #: the injected-noise configurations: (label, busy [µs], period [µs])
 INJECTIONS = (("1 ms every 10 ms", 1000, 10_000), ("hrtimer-driven 50 us every 500 us", 50, 500))
+#: the commit whose attribute_detours the speed part compares with (before the sweep by
+#: detour: a pandas to_dict row loop and a segment-detour overlap join)
+BEFORE = "0a07a19"
 #: a detour this long or longer is "large" (the issue's quick check: all of them invisible)
 LARGE = 100e-6
 
@@ -60,11 +69,12 @@ def record(seconds: float, cpu: int, threshold: float, store: Path, kernel_event
 
 
 def machine_part(seconds: float, cpu: int, threshold: float, store: Path) -> dict:
-    from jitterlab.compare.attribution import attribute_recording, cause_summary
+    from jitterlab.compare.attribution import attribute_recording
+    from jitterlab.compare.causes import noise_by_cause
 
     trace = record(seconds, cpu, threshold, store, kernel_events=True)
     table = attribute_recording(store)
-    summary = cause_summary(table)
+    summary = noise_by_cause(table).reset_index()
     attrs = table.attrs
     detours = table.drop_duplicates("detour")
     total = float(detours["length"].sum())
@@ -215,6 +225,60 @@ def overhead_part(cpu: int, threshold: float, workdir: Path, pairs: int,
     return result
 
 
+def _attribution_at(commit: str):
+    """jitterlab.attribution as it was at ``commit`` (read with git), as a module."""
+    import importlib.util
+
+    source = subprocess.run(["git", "-C", str(REPOSITORY), "show",
+                             f"{commit}:jitterlab/attribution.py"],
+                            capture_output=True, text=True, check=True).stdout
+    name = f"jitterlab.attribution_at_{commit}"
+    spec = importlib.util.spec_from_loader(name, loader=None)
+    module = importlib.util.module_from_spec(spec)
+    module.__package__ = "jitterlab"
+    sys.modules[name] = module
+    exec(compile(source, f"jitterlab/attribution.py@{commit}", "exec"), module.__dict__)
+    return module
+
+
+def speed_part(store: Path, repeats: int) -> dict:
+    """Time of attribute_recording's parts on one recording, and of its join now and at
+    BEFORE, in this process (best of ``repeats``, wall clock)."""
+    import jitterlab as jl
+    from jitterlab.attribution import attribute_detours
+
+    def best(function):
+        times = []
+        for _ in range(repeats):
+            began = time.perf_counter()
+            result = function()
+            times.append(time.perf_counter() - began)
+        return result, min(times)
+
+    events, read_events = best(lambda: jl.bench.read_kernel_events(store))
+    detours, read_detours = best(lambda: jl.bench.detour_table(store))
+    events = events[events["cpu"] == detours.attrs["cpu"]].reset_index(drop=True)
+    arguments = (detours["tsc_start"].to_numpy(), detours["tsc_length"].to_numpy(), events)
+    options = {"tsc_hz": detours.attrs["tsc_hz"], "measured_pid": detours.attrs["measured_tid"],
+               "origin": detours.attrs["tsc_origin"], "end": detours.attrs["tsc_end"]}
+    before = _attribution_at(BEFORE)
+    _, join_before = best(lambda: before.attribute_detours(*arguments, **options))
+    _, join_now = best(lambda: attribute_detours(*arguments, **options))
+    result = {"store": str(store), "detours": len(detours), "events": len(events),
+              "repeats": repeats, "read_kernel_events": read_events,
+              "detour_table": read_detours, "join_before": join_before, "join_now": join_now,
+              "join_ratio": join_before / join_now,
+              "total_ratio": ((read_events + read_detours + join_before)
+                              / (read_events + read_detours + join_now))}
+    print(f"\n4. Speed of attribute_recording on {store.name} ({len(detours)} detours, "
+          f"{len(events)} events; best of {repeats}, wall clock, this process)")
+    print(f"   read_kernel_events {read_events:.2f} s, detour_table {read_detours:.2f} s")
+    print(f"   join (attribute_detours): at {BEFORE} {join_before:.2f} s, now {join_now:.2f} s:"
+          f" {result['join_ratio']:.1f} times faster; the whole of attribute_recording "
+          f"{result['total_ratio']:.2f} times faster")
+    return result
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=60.0)
@@ -223,10 +287,24 @@ def main(argv=None) -> int:
     parser.add_argument("--inject-seconds", type=float, default=5.0)
     parser.add_argument("--pairs", type=int, default=6)
     parser.add_argument("--pair-seconds", type=float, default=10.0)
+    parser.add_argument("--parts", default="machine,injected,overhead",
+                        help="comma-separated parts to run (machine, injected, overhead, "
+                             "speed); "
+                             "on a shared machine run each under /work/team/quiet.sh in "
+                             "batches under 3 minutes")
+    parser.add_argument("--speed-store", type=Path,
+                        default=REPOSITORY / "data" / "kernel_events" / "cpu1_16s.detour",
+                        help="the recording the speed part attributes")
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--save", type=Path, default=None,
                         help="keep the recording of part 1 in this directory, figures in .json")
     args = parser.parse_args(argv)
     threshold = args.threshold_ns * 1e-9
+    parts = {part.strip() for part in args.parts.split(",") if part.strip()}
+    unknown = parts - {"machine", "injected", "overhead", "speed"}
+    if unknown:
+        parser.error(f"unknown part(s) {sorted(unknown)}: use machine, injected, overhead, "
+                     "speed")
     before = loadavg()
     print(f"load average before: {before}")
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -235,14 +313,19 @@ def main(argv=None) -> int:
         store = args.save if args.save is not None else workdir / "machine.detour"
         figures = {"started": started, "command": " ".join(sys.argv),
                    "load_before": before}
-        figures["machine"] = machine_part(args.seconds, args.cpu, threshold, store)
-        figures["injected"] = injection_part(args.cpu, threshold, workdir,
-                                             args.inject_seconds)
-        figures["overhead"] = overhead_part(args.cpu, threshold, workdir, args.pairs,
-                                            args.pair_seconds)
+        if "machine" in parts:
+            figures["machine"] = machine_part(args.seconds, args.cpu, threshold, store)
+        if "injected" in parts:
+            figures["injected"] = injection_part(args.cpu, threshold, workdir,
+                                                 args.inject_seconds)
+        if "overhead" in parts:
+            figures["overhead"] = overhead_part(args.cpu, threshold, workdir, args.pairs,
+                                                args.pair_seconds)
+        if "speed" in parts:
+            figures["speed"] = speed_part(args.speed_store, args.repeats)
     figures["load_after"] = loadavg()
     print(f"\nload average after: {figures['load_after']}")
-    if args.save is not None:
+    if args.save is not None and "machine" in parts:
         path = args.save.with_name(args.save.name + ".json")
         path.write_text(json.dumps(figures, indent=1, default=float) + "\n")
         print(f"recording kept in {args.save}, figures in {path}")

@@ -22,7 +22,7 @@ call, which computes it, is printed too, and as the median of five fresh process
 #20's >= 10 M/s);
 10^7 tasks with TreeBarrier in < 10 s and < 4 GB. The machine has 2 cores that other
 jobs may share: the load average is printed, and times are the best of a few runs.
-Run: ``python benchmarks/bench_simulate.py [--quick]``.
+Run: ``python benchmarks/bench_simulate.py [--quick] [--first-only]``.
 """
 
 from __future__ import annotations
@@ -42,8 +42,9 @@ import numpy as np
 import jitterlab as jl
 from jitterlab.sim import replay_kernels as _simkernels
 from jitterlab.sim.replay_kernels import _TIE, COMPUTED, JITTER, START, _prefetch_row
-from jitterlab.sim.simulate import _noiseless_phase_mean
+from jitterlab.sim.simulate import PARALLEL_MIN_TASKS, _noiseless_phase_mean
 from jitterlab.testing import simulate_reference, walk_from_row
+from jitterlab.threads import free_cpus
 
 _walk_from_row = numba.njit(walk_from_row)
 
@@ -275,13 +276,16 @@ def best_of(fn, repeats):
 class old_tree_kernel:  # noqa: N801 - used as ``with old_tree_kernel():``
     """Within the block, ``jl.simulate`` runs the frozen pre-#13 tree kernel."""
 
+    names = ("run_tree_barrier", "run_tree_barrier_one_thread")
+
     def __enter__(self):
-        self.saved = _simkernels.run_tree_barrier
-        # the frozen kernel has no operation log (the last argument, empty here)
-        _simkernels.run_tree_barrier = lambda *args: _old_run_tree_barrier(*args[:-1])
+        self.saved = {name: getattr(_simkernels, name) for name in self.names}
+        for name in self.names:  # the frozen kernel has no operation log (the last argument)
+            setattr(_simkernels, name, lambda *args: _old_run_tree_barrier(*args[:-1]))
 
     def __exit__(self, *exc):
-        _simkernels.run_tree_barrier = self.saved
+        for name, kernel in self.saved.items():
+            setattr(_simkernels, name, kernel)
 
 
 FRESH_PROCESSES = 5
@@ -294,11 +298,20 @@ def benchmark_trace(n_events):
                          gap=rng.exponential(1e-3, n_events), source="benchmark")
 
 
+def load_kernels(trace, barrier):
+    """Load the compiled kernels that the timed calls use: below PARALLEL_MIN_TASKS tasks
+    ``jl.simulate`` runs the one-thread kernels, above it (on an idle machine) the parallel
+    ones, so one small call loads only the first (issue #20)."""
+    for n in (64, 4 * PARALLEL_MIN_TASKS):
+        jl.simulate(trace, n=n, work=1e-3, rng=1)
+        jl.simulate(trace, n=n, work=1e-3, rng=1, barrier=barrier)
+
+
 def large_child(n_events, n_tasks, phases):
     """In a fresh process: one ``jl.simulate`` with TreeBarrier; prints seconds and bytes."""
     _, trace = benchmark_trace(n_events)
     barrier = jl.TreeBarrier(send=1e-6, recv=1e-6, latency=5e-6)
-    jl.simulate(trace, n=64, work=1e-3, rng=1, barrier=barrier)  # load compiled kernels
+    load_kernels(trace, barrier)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     _, seconds = timed(lambda: jl.simulate(trace, n=n_tasks, work=1e-3, phases=phases,
                                            rng=2, barrier=barrier))
@@ -315,9 +328,23 @@ def large_run(n_events, n_tasks, phases):
     return float(seconds), float(peak), float(before)
 
 
+def first_calls(n_events, n_tasks, phases):
+    """Issue #20: the first N = E = 10^6 call of a fresh process (kernels loaded by small
+    calls, noiseless reference not yet computed), median of FRESH_PROCESSES processes."""
+    print(f"load average before the fresh processes {os.getloadavg()[0]:.2f}; free CPUs now "
+          f"{free_cpus()}")
+    firsts = [large_run(n_events, n_tasks, phases)[0] for _ in range(FRESH_PROCESSES)]
+    rates = sorted(rate(n_tasks * phases, seconds) / 1e6 for seconds in firsts)
+    print(f"first call in {FRESH_PROCESSES} fresh processes, TreeBarrier, N = {n_tasks:.0e}: "
+          f"median {float(np.median(rates)):.2f} M task-phases/s (target >= 10 M/s; all: "
+          + ", ".join(f"{r:.2f}" for r in rates) + ")")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes (for CI)")
+    parser.add_argument("--first-only", action="store_true",
+                        help="only the first call in fresh processes (issue #20)")
     parser.add_argument("--large", nargs=3, type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.large:
@@ -326,11 +353,13 @@ def main(argv=None) -> None:
     n_events = 10**5 if args.quick else 10**6
     n_tasks = 10**5 if args.quick else 10**6
     phases = 2 if args.quick else 4
+    if args.first_only:
+        first_calls(n_events, n_tasks, phases)
+        return
     repeats = 3
     rng, trace = benchmark_trace(n_events)
     barrier = jl.TreeBarrier(send=1e-6, recv=1e-6, latency=5e-6)
-    jl.simulate(trace, n=64, work=1e-3, rng=1)  # load compiled kernels
-    jl.simulate(trace, n=64, work=1e-3, rng=1, barrier=barrier)
+    load_kernels(trace, barrier)
     with old_tree_kernel():
         jl.simulate(trace, n=64, work=1e-3, rng=1, barrier=barrier)
     print(f"trace: {n_events:.0e} events over {trace.duration:.0f} s; N = {n_tasks:.0e} tasks, "
@@ -374,13 +403,7 @@ def main(argv=None) -> None:
               f"{rate(n_tasks * phases, first_seconds) / 1e6:6.2f} M task-phases/s")
         print(f"    pre-#13 tree kernel:     {rate(n_tasks * phases, old_seconds) / 1e6:9.3f} M/s "
               f"-> ratio {old_seconds / seconds:8.2f} x; same phase times bit for bit: {same}")
-    # issue #20: the first N = E = 10^6 call of a fresh process (kernels loaded by a call at
-    # n = 64, noiseless reference not yet computed), median of FRESH_PROCESSES processes
-    firsts = [large_run(n_events, n_tasks, phases)[0] for _ in range(FRESH_PROCESSES)]
-    rates = sorted(rate(n_tasks * phases, seconds) / 1e6 for seconds in firsts)
-    print(f"first call in {FRESH_PROCESSES} fresh processes, TreeBarrier, N = {n_tasks:.0e}: "
-          f"median {float(np.median(rates)):.2f} M task-phases/s (target >= 10 M/s; all: "
-          + ", ".join(f"{r:.2f}" for r in rates) + ")")
+    first_calls(n_events, n_tasks, phases)
     n_large = 10**6 if args.quick else 10**7
     seconds, peak, before = large_run(n_events, n_large, phases)
     print(f"N = {n_large:.0e} tasks, TreeBarrier, work = 1 ms, {phases} phases, fresh process: "

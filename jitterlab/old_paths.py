@@ -28,6 +28,7 @@ OLD_PATHS: dict[str, str] = {
     "jitterlab.message": "jitterlab.sim.message",
     "jitterlab.collectives": "jitterlab.sim.collectives",
     "jitterlab.schedules": "jitterlab.sim.schedules",
+    "jitterlab.schedules.schedule": "jitterlab.traces.schedule",
     "jitterlab.validate": "jitterlab.compare.validate",
     "jitterlab.verdict": "jitterlab.compare.verdict",
     "jitterlab.estimate": "jitterlab.compare.estimate",

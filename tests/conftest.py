@@ -14,9 +14,25 @@ The tests that read the notebooks' JupyterLab run (``tests/test_browser.py``) ar
 the end of the session; with ``JITTERLAB_BROWSER_BACKGROUND=1`` the run starts in a
 subprocess as soon as the tests are collected, beside the other tests, and a run still going
 when the session ends is stopped.
+
+The numba kernels are compiled once per clone (``cache=True`` writes them to ``__pycache__``).
+In a fresh clone (CI) each kernel was compiled by the first test that called it, on the
+critical path (the tree barrier alone: 74 s of one test). A session that collects tests from
+``WARM_UP_MODULES`` or more files therefore starts :func:`warm_numba_cache` in a niced
+subprocess (this file run as a script) that compiles the kernels, in both their parallel and
+one-thread variants, on the CPU the tests leave free; a test that reaches a kernel later loads
+it from the cache, one that gets there first compiles it itself as before. Where the cache is
+already warm the subprocess only loads it. ``JITTERLAB_NUMBA_WARM_UP=0`` turns it off, ``=1``
+on whatever the session's size.
 """
 
 import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
 
 from hypothesis import settings
 
@@ -40,13 +56,134 @@ def pytest_collection_modifyitems(session, config, items):
                 + [item for item in items if _needs_notebook_runs(item)])
 
 
+WARM_UP_MODULES = 10  # test files in a session from which the numba warm-up starts
+# the warm-up yields to the tests when they want both CPUs; below 10, which the team's
+# quiet.sh pauses
+WARM_UP_NICE = 9
+
+
+def warm_numba_cache() -> None:
+    """Compile (or load from the cache) the numba kernels that the tests and notebooks call,
+    through the public API on small inputs: first the one-thread variants, then the parallel
+    ones (:func:`jitterlab.threads.kernel_threads` picks either, by the free CPUs)."""
+    import numba
+    import numpy as np
+
+    import jitterlab as jl
+    from jitterlab.testing import random_events
+
+    Wavefront, wavefront_predict = jl.apps.Wavefront, jl.apps.wavefront_predict
+    Empirical, Exponential = jl.noise.Empirical, jl.noise.Exponential
+    approximate_timeline = jl.estimate.approximate_timeline
+    accumulated_noise = jl.estimate.accumulated_noise
+
+    started = time.monotonic()
+    draw = np.random.default_rng(0)
+    trace = jl.Trace(jitter=draw.exponential(3e-6, 200), gap=draw.exponential(1e-3, 200))
+    quiet = jl.Trace(jitter=[0.0], gap=[1.0])
+    message = jl.Message(send=1e-6, recv=1e-6, latency=5e-6)
+    barriers = [None, jl.TreeBarrier(), jl.TreeBarrier(message=message),
+                jl.Dissemination(message), jl.RecursiveDoubling(message)]
+    goal = Path(os.environ.get("TMPDIR", "/tmp")) / f"jitterlab-warm-up-{os.getpid()}.goal"
+    goal.write_text("num_ranks 2\nrank 0 {\na: send 8b to 1 tag 5\nb: calc 100 cpu 0\n"
+                    "b requires a\n}\nrank 1 {\nc: recv 8b from 0 tag 5\n}\n")
+    # the order in which the tests first need them, after a fresh clone: the tree
+    # barrier (its compilation took 57 s in CI) before the rest
+    calls = []
+    for barrier in barriers:
+        for start in ("random", "random_row", "synchronized"):
+            calls.append(lambda barrier=barrier, start=start: jl.simulate(
+                trace, n=[1, 300], work=1e-4, phases=2, start=start, barrier=barrier, rng=0))
+        calls.append(lambda barrier=barrier: jl.simulate(
+            trace, n=300, work=1e-4, phases=2, barrier=barrier, rng=0, detail=True))
+        calls.append(lambda barrier=barrier: jl.simulate(
+            quiet, n=300, work=1e-4, phases=2, barrier=barrier, rng=0))
+    calls += [lambda: jl.max_of_n(Exponential(mean=1e-5) + 1e-4, n=[1, 1000]),
+              lambda: jl.max_of_n(Empirical(draw.exponential(1e-5, 20_000)), n=[1, 1000, 10**9]),
+              lambda: jl.max_of_n(Exponential(mean=1.0), n=[1, 64], method="montecarlo",
+                                  replicates=100, rng=0),
+              lambda: wavefront_predict(Wavefront(2, 2, blocks=3, work=1e-5, iterations=2,
+                                                  message=message)),
+              lambda: wavefront_predict(Wavefront(2, 2, blocks=3, work=1e-5, iterations=2,
+                                                  message=message), trace),
+              lambda: approximate_timeline(random_events(0)),
+              lambda: accumulated_noise(random_events(1)),
+              lambda: jl.simulate_schedule(jl.read_goal(goal), jl.LogGOPS(
+                  L=3e-6, o=1e-6, g=2e-6, G=2e-9, O=5e-10, S=4096))]
+    threads_setting = os.environ.get("JITTERLAB_THREADS")
+    os.environ["JITTERLAB_THREADS"] = "all"  # the parallel variants too, beside busy tests
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            # one thread first: beside this process the tests find one CPU free
+            for threads in (1, numba.get_num_threads()):
+                numba.set_num_threads(threads)
+                for call in calls:
+                    try:
+                        call()
+                    except Exception as error:  # noqa: BLE001 - the tests will report it
+                        print(f"numba warm-up: {error!r}", file=sys.stderr)
+    finally:
+        goal.unlink(missing_ok=True)
+        if threads_setting is None:
+            del os.environ["JITTERLAB_THREADS"]
+        else:
+            os.environ["JITTERLAB_THREADS"] = threads_setting
+    print(f"numba warm-up: {len(calls)} calls, twice, in {time.monotonic() - started:.0f} s")
+
+
+def _start_warm_up(session) -> None:
+    wanted = os.environ.get("JITTERLAB_NUMBA_WARM_UP", "")
+    modules = {item.nodeid.split("::")[0] for item in session.items}
+    if wanted == "0" or (wanted != "1" and len(modules) < WARM_UP_MODULES):
+        return
+    log = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+    process = subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve()), "--warm-numba-cache"],
+        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+        preexec_fn=lambda: os.nice(WARM_UP_NICE))
+    session.config.jitterlab_warm_up = WarmUp(process, log)
+
+
+class WarmUp:
+    """The numba warm-up subprocess and its output."""
+
+    def __init__(self, process: subprocess.Popen, log):
+        self.process, self.log = process, log
+
+    def report(self) -> str:
+        """What the warm-up printed (its time, or what went wrong: a broken warm-up only
+        costs time); stops it if it is still going."""
+        stopped = self.process.poll() is None
+        if stopped:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:  # paused (SIGSTOP) or stuck
+                self.process.kill()
+                self.process.wait()
+        self.log.seek(0)
+        text = self.log.read().strip()
+        self.log.close()
+        if stopped:
+            text += "\nnumba warm-up: stopped at the end of the session"
+        elif self.process.returncode:
+            text += f"\nnumba warm-up: exit status {self.process.returncode}"
+        return text[-3000:].strip()
+
+
 def pytest_collection_finish(session):
-    """Start the notebooks' JupyterLab run now, to overlap the other tests
-    (``tests/test_browser.py``: ``start_in_background``)."""
+    """Start the notebooks' JupyterLab run if it is to overlap the other tests
+    (``tests/test_browser.py``: ``start_in_background``; it warms the numba cache first),
+    else the numba warm-up alone."""
+    if session.config.option.collectonly:
+        return
     items = [item for item in session.items if _needs_notebook_runs(item)]
-    if items and not session.config.option.collectonly:
+    if items:
         paths = list(dict.fromkeys(item.callspec.params["path"] for item in items))
         items[0].module.start_in_background(session.config, paths)
+    if getattr(session.config, "jitterlab_browser_run", None) is None:
+        _start_warm_up(session)
 
 
 def pytest_sessionfinish(session):
@@ -54,3 +191,23 @@ def pytest_sessionfinish(session):
     background = getattr(session.config, "jitterlab_browser_run", None)
     if background is not None:
         background.stop()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """How long the numba warm-up took, and its errors (a broken warm-up only costs time)."""
+    warm_up = getattr(config, "jitterlab_warm_up", None)
+    if warm_up is not None:
+        config.jitterlab_warm_up = None
+        terminalreporter.write_line(warm_up.report())
+
+
+def pytest_unconfigure(config):
+    """A session ended without a terminal summary still stops the warm-up."""
+    warm_up = getattr(config, "jitterlab_warm_up", None)
+    if warm_up is not None:
+        config.jitterlab_warm_up = None
+        warm_up.report()
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--warm-numba-cache"]:
+    warm_numba_cache()

@@ -29,7 +29,8 @@ in ``NAME-2.png``, ...; ``reports/`` is not tracked), the run times to ``summary
 The notebook tests run at the end of the session. With ``JITTERLAB_BROWSER_BACKGROUND=1``
 the run starts instead in a subprocess (this file run as a script) as soon as pytest has
 collected the tests (``tests/conftest.py``), beside the other tests, and the notebook tests
-collect its results (on 2 CPUs this was not faster: see ``BACKGROUND``).
+collect its results (on 2 CPUs this was not faster: see ``BACKGROUND``); that subprocess
+first warms the numba cache (``warm_numba_cache`` of ``tests/conftest.py``).
 Without Chromium the page tests are skipped with a warning on the terminal, and the notebooks
 are executed headless with nbclient instead, so that their checked outputs are still compared.
 """
@@ -70,7 +71,9 @@ PAGE_TIMEOUT_MS = 300_000  # a page opening, its kernel starting, the explorer r
 SERVER_TIMEOUT = 300.0  # server start [s]; a busy shared machine took more than 60 s
 SCREENSHOT_MAX_HEIGHT = 16_000  # [px]
 # opt-in: measured on the quiet machine, CI took 787 s of pytest with it and 773 s without
-# (the notebooks' kernels and the unit tests slowed each other: 966 against 746 CPU-s)
+# (the notebooks' kernels and the unit tests slowed each other: 966 against 746 CPU-s; in
+# that fresh clone the notebooks' kernels, started at once, compiled numba's kernels beside
+# the tests that compiled them too: the background run now warms the cache first, unmeasured)
 BACKGROUND = os.environ.get("JITTERLAB_BROWSER_BACKGROUND", "0") == "1"
 # the tests that need the notebooks' runs (moved to the end of the session by conftest.py)
 NOTEBOOK_TESTS = ("test_notebook_runs_in_jupyterlab",
@@ -780,6 +783,12 @@ def main(argv) -> int:
     if chromium is None:
         print(CHROMIUM_MISSING, file=sys.stderr)
         return 2
+    if os.environ.get("JITTERLAB_NUMBA_WARM_UP", "") != "0":
+        # the notebooks' kernels then load the numba kernels instead of each compiling them
+        # beside the tests (which did, in a fresh clone, when this run started at once)
+        from conftest import warm_numba_cache
+
+        warm_numba_cache()
     write_runs(run_in_jupyterlab(paths, chromium), folder)
     # time.monotonic is one clock for the whole machine (CLOCK_MONOTONIC): the parent
     # reads when the run ended, not when it collected the results

@@ -450,3 +450,84 @@ def test_allow_large_and_the_environment_lift_the_memory_limit(monkeypatch):
     assert jl.simulate(SIZE_TRACE, n=10, work=1e-4, rng=1)["slowdown"] >= 0  # small: no limit
     with pytest.raises(TypeError, match="allow_large must be True or False"):
         jl.simulate(SIZE_TRACE, n=10, work=1e-4, allow_large="yes")
+
+
+# ------------------------------------------------------------------ issue #20: the fast paths
+def _advance_by_division(table, x, cpu):
+    """The finish of ``advance`` as it was computed before issue #20's fast paths: the cycle
+    of x and the cycles of compute by dividing, rows by a full search (plain Python)."""
+    starts, computed, jitter = table[:, 0], table[:, 1], table[:, 2]
+    n_rows = table.shape[0] - 1
+    period, total_gap = starts[n_rows], computed[n_rows]
+    cycle = math.floor(x / period)
+    offset = x - cycle * period
+    if offset >= period:
+        offset, cycle = offset - period, cycle + 1
+    elif offset < 0.0:
+        offset, cycle = offset + period, cycle - 1
+    row = int(np.searchsorted(starts[:n_rows], offset, side="right")) - 1
+    done_here = offset - starts[row] - jitter[row]
+    target = computed[row] + (done_here if done_here > 0.0 else 0.0) + cpu
+    tie = 16 * np.finfo(np.float64).eps * (abs(x) + cpu + period)
+    extra = math.ceil(target / total_gap) - 1.0
+    rest = target - extra * total_gap
+    if rest <= tie:
+        rest, extra = rest + total_gap, extra - 1.0
+    elif rest > total_gap + tie:
+        rest, extra = rest - total_gap, extra + 1.0
+    finish_row = int(np.searchsorted(computed[:n_rows], rest - tie, side="left")) - 1
+    return ((cycle + extra) * period + starts[finish_row] + jitter[finish_row]
+            + (rest - computed[finish_row]))
+
+
+def test_advance_without_dividing_gives_the_numbers_of_the_division():
+    from jitterlab.sim.replay_kernels import advance, trace_table
+
+    rng = np.random.default_rng(20)
+    jitter, gap = rng.exponential(1e-5, 50), rng.exponential(3e-4, 50)
+    table = trace_table(jitter, gap)
+    period, total_gap = table[-1, 0], table[-1, 1]
+    # times at and around the cycle boundaries (where the fast paths end) and far beyond
+    edges = [0.0, period, 2 * period, 7.25 * period]
+    xs = [np.nextafter(edge, side) for edge in edges for side in (-np.inf, np.inf)] + edges
+    xs += list(rng.uniform(0, 3 * period, 300))
+    cpus = [1e-7, 1e-6, total_gap / 3, total_gap, np.nextafter(total_gap, 0.0), 2.5 * total_gap]
+    for x in (x for x in xs if x >= 0):
+        for cpu in cpus:
+            finish = advance(table, x, cpu, 0, 0)[0]
+            assert finish == _advance_by_division(table, x, cpu), (x, cpu)
+
+
+@pytest.mark.parametrize("fanout, cores_per_node", [(2, None), (3, 4)])
+def test_one_thread_kernels_give_the_parallel_kernels_numbers(fanout, cores_per_node):
+    from jitterlab.sim import replay_kernels as _simkernels
+    from jitterlab.simulate import tree_levels
+
+    rng = np.random.default_rng(11)  # a trace of about 2.4 ms: the runs wrap it
+    trace = jl.Trace(jitter=rng.exponential(1e-5, 40), gap=rng.exponential(5e-5, 40))
+    table = _simkernels.trace_table(trace.jitter_seconds, trace.gap_seconds)
+    n, phases = 700, 6
+    offsets = draw_offsets(trace, n, rng=4)
+    intra = 2e-6 if cores_per_node else 5e-6
+    args = (1e-3, phases, fanout, 1e-6, 2e-6, 5e-6, intra, cores_per_node or 0,
+            tree_levels(n, fanout))
+    outputs = []
+    for kernel in (_simkernels.run_tree_barrier, _simkernels.run_tree_barrier_one_thread):
+        compute, end = np.zeros((phases, n)), np.zeros((phases, n))
+        ops = np.full((phases, n, 2 * fanout + 3), np.nan)
+        outputs.append((kernel(table, offsets, *args, compute, end, ops), compute, end, ops))
+    for parallel, one in zip(*outputs, strict=True):
+        np.testing.assert_array_equal(parallel, one)
+    assert float(outputs[0][0][-1]) > 3 * table[-1, 0]  # the dividing path ran too
+    order = np.sort(offsets)
+    compute = [np.zeros((phases, n)), np.zeros((phases, n))]
+    theta = [kernel(table, order, 1e-3, phases, 64, out) for kernel, out in
+             zip((_simkernels.run_without_barrier, _simkernels.run_without_barrier_one_thread),
+                 compute, strict=True)]
+    np.testing.assert_array_equal(theta[0], theta[1])
+    np.testing.assert_array_equal(compute[0], compute[1])
+    noiseless = [kernel(n, 1e-3, 3, fanout, 1e-6, 2e-6, 5e-6, intra, cores_per_node or 0,
+                        tree_levels(n, fanout), np.zeros((3, n)))
+                 for kernel in (_simkernels.noiseless_tree, _simkernels.noiseless_tree_one_thread)]
+    np.testing.assert_array_equal(noiseless[0][0], noiseless[1][0])
+    assert noiseless[0][1] == noiseless[1][1]

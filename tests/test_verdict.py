@@ -56,6 +56,60 @@ def test_in_interval_rescales_a_normal_interval_to_its_level():
     assert judge(prediction, Reference(0.6), InInterval(0.50)).status == "reproduced"
 
 
+NARROW = InInterval(0.95, max_half_width=0.25)
+
+
+@pytest.mark.parametrize(("low", "high", "reference", "status"), [
+    (75.0, 125.0, 80.0, "reproduced"),        # half-width exactly 25 %: still narrow enough
+    (75.0, 125.0, 75.0, "reproduced"),        # the interval's edge belongs to it
+    (74.5, 125.5, 80.0, "partly"),            # 25.5 %: too wide to pass, inside it
+    (60.0, 110.0, 105.0, "reproduced"),       # asymmetric: half of (high - low) is 25 %
+    (60.0, 112.0, 105.0, "partly"),           # ... 26 %
+    (50.0, 150.0, 40.0, "not reproduced"),    # wide and outside: no better than InInterval
+    (90.0, 110.0, 111.0, "not reproduced"),   # narrow and outside
+])
+def test_in_interval_with_a_maximum_half_width(low, high, reference, status):
+    prediction = Prediction(100.0, low=low, high=high, unit="k ev/s")
+    v = judge(prediction, Reference(reference, unit="k ev/s"), NARROW)
+    assert v.status == status
+    assert v.details["interval half-width / value"] == pytest.approx((high - low) / 200)
+    # without the maximum, the same comparison only asks whether the reference is inside
+    plain = judge(prediction, Reference(reference, unit="k ev/s"), InInterval(0.95)).status
+    assert plain == ("reproduced" if low <= reference <= high else "not reproduced")
+    assert "interval half-width / value" not in judge(
+        prediction, Reference(reference, unit="k ev/s"), InInterval(0.95)).details
+
+
+def test_maximum_half_width_keeps_partly_for_an_overlapping_reference():
+    narrow = Prediction(100.0, low=90.0, high=110.0)
+    assert judge(narrow, Reference(115.0, low=108.0, high=122.0), NARROW).status == "partly"
+    assert judge(narrow, Reference(115.0, low=111.0, high=122.0), NARROW).status == \
+        "not reproduced"
+
+
+def test_maximum_half_width_is_relative_to_the_size_of_the_value_at_the_criterion_level():
+    # a negative prediction: relative to |value|
+    negative = Prediction(-100.0, low=-125.0, high=-75.0)
+    assert judge(negative, Reference(-90.0), NARROW).status == "reproduced"
+    # a standard error of 10 on 100: 95 % half-width 19.6 %, 99 % half-width 25.8 %
+    prediction = Prediction(100.0, standard_error=10.0)
+    at_95 = judge(prediction, Reference(110.0), NARROW)
+    assert at_95.status == "reproduced"
+    assert at_95.details["interval half-width / value"] == pytest.approx(stats.norm.ppf(0.975)
+                                                                         / 10)
+    assert judge(prediction, Reference(110.0),
+                 InInterval(0.99, max_half_width=0.25)).status == "partly"
+
+
+def test_maximum_half_width_criterion_reads_as_a_test():
+    assert NARROW.describe() == (
+        "reproduced if the reference lies in the prediction's 95 % interval and that interval "
+        "spans at most ± 25 % of the predicted value (partly: in a wider interval, or only "
+        "the reference's interval overlaps)")
+    assert InInterval(0.9).describe() == \
+        "reproduced if the reference lies in the prediction's 90 % interval"
+
+
 def test_samples_give_quantiles_and_median():
     draws = np.arange(1001.0)
     p = Prediction(samples=draws, level=0.9)
@@ -150,6 +204,12 @@ def test_scope_and_label():
     (lambda: verdict(Prediction(1.0), Reference(1.0), RelativeDifference(), claim=" "),
      "claim"),
     (lambda: RelativeDifference(0.2, partly=0.1), "partly"),
+    (lambda: InInterval(max_half_width=0), "max_half_width must be > 0"),
+    (lambda: InInterval(max_half_width=-0.25), "max_half_width must be > 0"),
+    (lambda: InInterval(max_half_width=float("nan")), "max_half_width must be finite"),
+    (lambda: InInterval(max_half_width="wide"), "max_half_width must be a number"),
+    (lambda: judge(Prediction(0.0, low=-1.0, high=1.0), Reference(0.5), NARROW),
+     "predicted value, which is 0"),
 ])
 def test_bad_input_is_named(make, match):
     with pytest.raises((ValueError, TypeError), match=match):

@@ -316,11 +316,12 @@ def _show_tracefs_warnings() -> None:
 
 def _print_attribution(store: Path) -> None:
     """What the detours were: time per kind of cause, and the part the guest cannot see."""
-    from ..compare.attribution import attribute_recording, cause_summary
+    from ..compare.attribution import attribute_recording
+    from ..compare.causes import noise_by_cause
 
     table = attribute_recording(store)
     attrs = table.attrs
-    summary = cause_summary(table)
+    summary = noise_by_cause(table).reset_index()
     print(f"kernel events in {store} (trace clock {attrs['clock']}, "
           f"{attrs['lost_events']} lost; attribute with "
           f"jitterlab.compare.attribution.attribute_recording('{store}')):")

@@ -47,12 +47,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["attribute_detours", "attribute_recording", "cause_summary",
-           "injected_noise_recovery", "INVISIBLE", "KINDS", "COLUMNS", "VECTOR_CAUSES"]
+from ..base.checks import check_integer, check_positive
+
+__all__ = ["attribute_detours", "attribute_recording", "injected_noise_recovery", "INVISIBLE",
+           "KINDS", "COLUMNS", "VECTOR_CAUSES"]
 
 #: the cause of detour time that no guest kernel event covers
 INVISIBLE = "not visible to the guest"
-#: the kinds of cause, in the order of :func:`cause_summary`
+#: the kinds of cause
 KINDS = ("timer", "irq", "softirq", "hrtimer", "thread", "invisible")
 #: the columns of :func:`attribute_detours`
 COLUMNS = ("detour", "start", "length", "cause", "kind", "time")
@@ -85,37 +87,37 @@ _FIELDS = ("name", "irq", "action", "vec", "function", "hrtimer", "next_pid", "n
 
 
 @dataclass(frozen=True)
-class _Timeline:
-    """Segments ``[starts[k], ends[k])`` [ticks] of the CPU's time, each with a cause."""
+class _Pieces:
+    """The time [ticks] each cause took in each detour, one row per piece."""
 
-    starts: np.ndarray
-    ends: np.ndarray
+    detours: np.ndarray  # index of the detour
     causes: np.ndarray  # index into names
+    ticks: np.ndarray
     names: list[str]
     kinds: list[str]
     thread_pids: dict[str, list[int]]
 
 
-def _label(row, kind: str) -> str:
+def _label(event: str, fields: dict, kind: str) -> str:
     if kind == "timer":
         return "timer interrupt"
-    if row["event"].endswith("_entry") and row["event"][:-6] in VECTOR_CAUSES:
-        return VECTOR_CAUSES[row["event"][:-6]]
+    if event.endswith("_entry") and event[:-6] in VECTOR_CAUSES:
+        return VECTOR_CAUSES[event[:-6]]
     if kind == "irq":
-        return f"irq:{row['name']}"
+        return f"irq:{fields['name']}"
     if kind == "softirq":
-        return f"softirq:{row['action']}"
-    return f"hrtimer:{row['function']}"
+        return f"softirq:{fields['action']}"
+    return f"hrtimer:{fields['function']}"
 
 
-def _key(row, kind: str):
+def _key(event: str, fields: dict, kind: str):
     """What an exit event must match to close its entry (same irq, vector, timer)."""
-    if kind == "irq" and row["event"].startswith("irq_handler"):
-        return row["irq"]
+    if kind == "irq" and event.startswith("irq_handler"):
+        return fields["irq"]
     if kind == "softirq":
-        return row["vec"]
+        return fields["vec"]
     if kind == "hrtimer":
-        return row["hrtimer"]
+        return fields["hrtimer"]
     return None
 
 
@@ -135,8 +137,27 @@ def _measured_pid(events: pd.DataFrame) -> int:
     return int(spans.idxmax())
 
 
-def _timeline(events: pd.DataFrame, measured_pid: int, end: int) -> _Timeline:
-    """Sweep the events in time order: the innermost open activity owns each stretch."""
+def _home_detours(ticks: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                  slack: int) -> np.ndarray:
+    """The detour each event lies in (-1: none): the first detour ending after it, if it
+    starts at most ``slack`` ticks after the event."""
+    home = np.searchsorted(ends, ticks, side="right")
+    inside = home < ends.size
+    inside[inside] = starts[home[inside]] - slack <= ticks[inside]
+    return np.where(inside, home, -1)
+
+
+def _pieces(events: pd.DataFrame, measured_pid: int, starts: np.ndarray, ends: np.ndarray,
+            end: int, slack: int = 0) -> _Pieces:
+    """Sweep the events in time order: the innermost open activity owns each stretch.
+
+    Between two detours the loop ran, so no kernel activity and no other thread did: an
+    activity belongs to the detour it began in (its *home*) and ends at the latest with
+    it, even when its exit event or the context switch back to the loop is missing from
+    the trace (the recordings of this machine hold no ``sched_switch`` away from the idle
+    task, so a loop that blocked would otherwise seem to stay switched out). An activity that began
+    outside every detour (between chunks, say) owns no detour time.
+    """
     names: list[str] = []
     kinds: list[str] = []
     index: dict[str, int] = {}
@@ -149,61 +170,73 @@ def _timeline(events: pd.DataFrame, measured_pid: int, end: int) -> _Timeline:
             kinds.append(kind)
         return index[name]
 
-    starts, ends, causes = [], [], []
-    stack: list[tuple[str, object, int]] = []  # (entry event, key, cause id)
-    thread: int | None = None  # cause id of the thread running instead of the loop
-    previous: int | None = None
+    out_detours: list[int] = []
+    out_causes: list[int] = []
+    out_ticks: list[int] = []
+    start_list, end_list = starts.tolist(), ends.tolist()
+    # open activities, innermost last: [entry event, key, cause id, home detour]
+    stack: list[list] = []
+    thread: list | None = None  # [cause id, home detour] of the thread run instead of the loop
+    previous = 0
 
     def close(now: int) -> None:
-        owner = stack[-1][2] if stack else thread
-        if owner is not None and previous is not None and now > previous:
-            starts.append(previous)
-            ends.append(now)
-            causes.append(owner)
+        nonlocal previous, thread
+        while stack or thread is not None:
+            owner = stack[-1] if stack else thread
+            home = owner[-1]
+            if home < 0:
+                stop = previous
+            else:
+                stop = min(now, end_list[home])
+                first = max(previous, start_list[home])
+                if stop > first:
+                    out_detours.append(home)
+                    out_causes.append(owner[-2])
+                    out_ticks.append(stop - first)
+            if home >= 0 and end_list[home] > now:
+                break
+            if stack:  # its detour is over: the loop ran again, so it had ended
+                stack.pop()
+            else:
+                thread = None
+            previous = max(previous, stop)
+        previous = now
 
     relevant = events[events["event"].isin(_RELEVANT)]
-    columns = [column for column in ("ticks", "event", *_FIELDS) if column in events.columns]
-    for row in relevant[columns].to_dict("records"):
-        now = int(row["ticks"])
-        name = row["event"]
+    ticks = relevant["ticks"].to_numpy(dtype=np.int64)
+    homes = _home_detours(ticks, starts, ends, slack).tolist()
+    fields = [column for column in _FIELDS if column in relevant.columns]
+    values = [relevant[column].tolist() for column in fields]
+    for position, (now, name) in enumerate(zip(ticks.tolist(), relevant["event"].tolist(),
+                                               strict=True)):
+        if position == 0:
+            previous = now
         close(now)
-        previous = now
+        row = {column: value[position] for column, value in zip(fields, values, strict=True)}
         if name in _PAIRS:
             kind = _PAIRS[name][1]
-            stack.append((name, _key(row, kind), cause_id(_label(row, kind), kind)))
+            stack.append([name, _key(name, row, kind), cause_id(_label(name, row, kind), kind),
+                          homes[position]])
         elif name in _EXITS:
             entry = _EXITS[name]
-            key = _key(row, _PAIRS[entry][1])
-            for position in range(len(stack) - 1, -1, -1):  # innermost matching entry
-                if stack[position][0] == entry and stack[position][1] == key:
-                    del stack[position:]  # anything opened inside it ended unseen
+            key = _key(name, row, _PAIRS[entry][1])
+            for level in range(len(stack) - 1, -1, -1):  # innermost matching entry
+                if stack[level][0] == entry and stack[level][1] == key:
+                    del stack[level:]  # anything opened inside it ended unseen
                     break
+        elif int(row["next_pid"]) == measured_pid:
+            thread = None
         else:
-            if int(row["next_pid"]) == measured_pid:
-                thread = None
-            else:
-                comm = str(row["next_comm"])
-                thread = cause_id(f"thread:{comm}", "thread")
-                pids = thread_pids.setdefault(comm, [])
-                if int(row["next_pid"]) not in pids:
-                    pids.append(int(row["next_pid"]))
-    close(end)
-    return _Timeline(np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64),
-                     np.asarray(causes, dtype=np.int64), names, kinds, thread_pids)
-
-
-def _overlaps(timeline: _Timeline, detour_starts: np.ndarray, detour_ends: np.ndarray):
-    """``(detour, cause id, ticks)`` of every overlap of a segment with a detour."""
-    first = np.searchsorted(detour_ends, timeline.starts, side="right")
-    last = np.searchsorted(detour_starts, timeline.ends, side="left")
-    counts = np.maximum(last - first, 0)
-    segment = np.repeat(np.arange(timeline.starts.size), counts)
-    offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-    detour = np.repeat(first, counts) + offsets
-    overlap = (np.minimum(timeline.ends[segment], detour_ends[detour])
-               - np.maximum(timeline.starts[segment], detour_starts[detour]))
-    keep = overlap > 0
-    return detour[keep], timeline.causes[segment[keep]], overlap[keep]
+            comm = str(row["next_comm"])
+            thread = [cause_id(f"thread:{comm}", "thread"), homes[position]]
+            pids = thread_pids.setdefault(comm, [])
+            if int(row["next_pid"]) not in pids:
+                pids.append(int(row["next_pid"]))
+    if len(relevant):
+        close(max(end, previous))
+    return _Pieces(np.asarray(out_detours, dtype=np.int64),
+                   np.asarray(out_causes, dtype=np.int64),
+                   np.asarray(out_ticks, dtype=np.int64), names, kinds, thread_pids)
 
 
 def _check_events(events: pd.DataFrame) -> pd.DataFrame:
@@ -251,7 +284,7 @@ def attribute_detours(detour_starts, detour_lengths, events: pd.DataFrame, *, ts
                       measured_pid: int | None = None, origin: int | None = None,
                       end: int | None = None, cpu: int | None = None,
                       clock: str = "x86-tsc", lost_events: int | None = None,
-                      steal_time: float | None = None) -> pd.DataFrame:
+                      steal_time: float | None = None, slack: int = 0) -> pd.DataFrame:
     """The causes of every detour, with the time each took inside it.
 
     Parameters
@@ -280,6 +313,12 @@ def attribute_detours(detour_starts, detour_lengths, events: pd.DataFrame, *, ts
     cpu, clock, lost_events, steal_time
         Recorded in ``attrs`` as given (``steal_time`` [s]: the CPU's steal time over the
         recording from ``/proc/stat``, None when unknown).
+    slack : int, default 0
+        How far before a detour's start an activity may begin and still belong to it: 0
+        for the counter clock (the loop read the counter at the start, so nothing else ran
+        then); the error of the mapping for another trace clock. An activity belongs to
+        the detour it began in and ends with it at the latest (the loop ran again after
+        it), also when its exit event or the switch back to the loop is missing. [ticks]
 
     Returns
     -------
@@ -318,8 +357,8 @@ def attribute_detours(detour_starts, detour_lengths, events: pd.DataFrame, *, ts
           0 not visible to the guest 6.000000e-07
           0          timer interrupt 4.000000e-07
     """
-    if not (isinstance(tsc_hz, int | float) and math.isfinite(tsc_hz) and tsc_hz > 0):
-        raise ValueError(f"tsc_hz must be a positive rate in Hz, got {tsc_hz!r}")
+    tsc_hz = check_positive("tsc_hz", tsc_hz)
+    slack = check_integer("slack", slack)
     starts, lengths = _check_detours(detour_starts, detour_lengths)
     events = _check_events(events)
     ends = starts + lengths
@@ -332,10 +371,9 @@ def attribute_detours(detour_starts, detour_lengths, events: pd.DataFrame, *, ts
                                                      if len(events) else 0)
     if measured_pid is None:
         measured_pid = _measured_pid(events)
-    timeline = _timeline(events, int(measured_pid), int(end))
-    detour, cause, ticks = _overlaps(timeline, starts, ends)
-
-    named = pd.DataFrame({"detour": detour, "cause_id": cause, "ticks": ticks})
+    timeline = _pieces(events, int(measured_pid), starts, ends, int(end), slack)
+    named = pd.DataFrame({"detour": timeline.detours, "cause_id": timeline.causes,
+                          "ticks": timeline.ticks})
     named = named.groupby(["detour", "cause_id"], as_index=False, sort=False)["ticks"].sum()
     covered = np.bincount(named["detour"], weights=named["ticks"], minlength=starts.size)
     covered = covered.astype(np.int64)
@@ -405,7 +443,8 @@ def attribute_recording(path) -> pd.DataFrame:
         tsc_hz=detours.attrs["tsc_hz"], measured_pid=detours.attrs["measured_tid"],
         origin=detours.attrs["tsc_origin"], end=detours.attrs["tsc_end"],
         cpu=detours.attrs["cpu"], clock=events.attrs["clock"],
-        lost_events=events.attrs["lost_events"], steal_time=events.attrs["steal_time"])
+        lost_events=events.attrs["lost_events"], steal_time=events.attrs["steal_time"],
+        slack=math.ceil(events.attrs.get("clock_residual_max_ticks", 0)))
     table.attrs.update(source=events.attrs["source"],
                        measured_duration=float(sum(last - first for first, last
                                                    in detours.attrs["spans"])
@@ -413,33 +452,6 @@ def attribute_recording(path) -> pd.DataFrame:
     return table
 
 
-def cause_summary(attribution: pd.DataFrame) -> pd.DataFrame:
-    """Detour time per cause over a whole recording.
-
-    Parameters
-    ----------
-    attribution : pandas.DataFrame
-        The result of :func:`attribute_detours`.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per cause, by decreasing time: ``cause``, ``kind``, ``time`` [s] (total
-        inside detours), ``share`` [1] of all detour time, ``detours`` (number of detours it
-        appears in), ``rate`` [1/s] of those detours over ``attrs["duration"]``.
-    """
-    missing = [column for column in COLUMNS if column not in attribution.columns]
-    if missing:
-        raise ValueError(f"not an attribution table: the column(s) {missing} are missing")
-    total = attribution.drop_duplicates("detour")["length"].sum()
-    summary = (attribution.groupby(["cause", "kind"], as_index=False)
-               .agg(time=("time", "sum"), detours=("detour", "nunique"))
-               .sort_values("time", ascending=False, kind="stable").reset_index(drop=True))
-    summary.insert(3, "share", summary["time"] / total if total > 0 else math.nan)
-    duration = attribution.attrs.get("duration")
-    summary["rate"] = summary["detours"] / duration if duration else math.nan
-    summary.attrs.update(attribution.attrs)
-    return summary
 
 
 def injected_noise_recovery(attribution: pd.DataFrame, injected_starts, injected_ends,

@@ -272,17 +272,38 @@ class InInterval:
     """The reference lies in the prediction's interval at ``level``.
 
     Reproduced when the reference value lies in the prediction interval; partly when only the
-    reference's own interval overlaps it; not reproduced otherwise.
+    reference's own interval overlaps it; not reproduced otherwise. With ``max_half_width``, a
+    wide interval cannot pass: when the interval's half-width, (high − low) / 2, exceeds
+    ``max_half_width`` times the predicted value, a reference inside it is only partly.
+
+    Parameters
+    ----------
+    level : float
+        Probability of the prediction interval used (a normal interval is rescaled). [1]
+    max_half_width : float, optional
+        Largest half-width of the interval, relative to the predicted value, for which a
+        reference inside it counts as reproduced (0.25: at most ± 25 %). [1]
     """
 
     level: float = 0.95
+    max_half_width: float | None = None
 
     def __post_init__(self):
         _check_level(self.level, "InInterval")
+        if self.max_half_width is not None:
+            width = _finite(self.max_half_width, "max_half_width", "InInterval")
+            if not width > 0:
+                raise ValueError(f"InInterval: max_half_width must be > 0 (a fraction of the "
+                                 f"predicted value), got {self.max_half_width}")
 
     def describe(self) -> str:
-        return (f"reproduced if the reference lies in the prediction's {100 * self.level:g} % "
+        text = (f"reproduced if the reference lies in the prediction's {100 * self.level:g} % "
                 "interval")
+        if self.max_half_width is None:
+            return text
+        return (f"{text} and that interval spans at most ± {100 * self.max_half_width:g} % of "
+                "the predicted value (partly: in a wider interval, or only the reference's "
+                "interval overlaps)")
 
     def judge(self, prediction: Prediction, reference: Reference) -> tuple[str, dict]:
         _no_bound(reference, "InInterval")
@@ -293,7 +314,15 @@ class InInterval:
             half = stats.norm.ppf((1 + self.level) / 2) * se
             low, high = prediction.value - half, prediction.value + half
         details = {"interval low": low, "interval high": high}
+        if self.max_half_width is not None:
+            if prediction.value == 0:
+                raise ValueError("InInterval: max_half_width is relative to the predicted "
+                                 "value, which is 0; give an interval criterion without it")
+            details["interval half-width / value"] = (high - low) / 2 / abs(prediction.value)
         if low <= reference.value <= high:
+            if self.max_half_width is not None and \
+                    details["interval half-width / value"] > self.max_half_width:
+                return "partly", details
             return "reproduced", details
         if reference.has_interval and reference.low <= high and low <= reference.high:
             return "partly", details

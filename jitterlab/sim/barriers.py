@@ -16,6 +16,7 @@ from ..base.checks import as_process_counts, check_integer
 from ..base.threads import kernel_threads
 from . import replay_kernels
 from .message import Message
+from .replay import one_thread_or
 from .replay_kernels import PARALLEL_MIN_TASKS
 
 __all__ = ["TreeBarrier", "tree_depth", "tree_levels", "check_fanout"]
@@ -145,7 +146,9 @@ class TreeBarrier:
         (0 with fewer than three phases)."""
         intra = self.latency if self.intra_node_latency is None else self.intra_node_latency
         with kernel_threads(n, PARALLEL_MIN_TASKS):
-            phase_end, change = replay_kernels.noiseless_tree(
+            kernel = one_thread_or(replay_kernels.noiseless_tree,
+                                    replay_kernels.noiseless_tree_one_thread)
+            phase_end, change = kernel(
                 n, float(work), phases, int(self.fanout), float(self.send), float(self.recv),
                 float(self.latency), float(intra), int(self.cores_per_node or 0),
                 tree_levels(n, int(self.fanout)), np.zeros((0, 0)))
@@ -155,7 +158,7 @@ class TreeBarrier:
         """Phase times, compute times, end times and operation ends of one run [s].
 
         With ``ops`` the last is ``[phase, task, op]`` in the layout of
-        :func:`jitterlab.sim.replay_kernels.run_tree_barrier`, NaN where a task has no such
+        :func:`jitterlab.replay_kernels.run_tree_barrier`, NaN where a task has no such
         operation.
         """
         n_tasks = offsets.size
@@ -165,7 +168,9 @@ class TreeBarrier:
         op_ends = np.full((phases, n_tasks, 2 * fanout + 3) if ops else (0, 0, 0), np.nan)
         intra = self.latency if self.intra_node_latency is None else self.intra_node_latency
         with kernel_threads(n_tasks, PARALLEL_MIN_TASKS):
-            phase_end = replay_kernels.run_tree_barrier(
+            kernel = one_thread_or(replay_kernels.run_tree_barrier,
+                                    replay_kernels.run_tree_barrier_one_thread)
+            phase_end = kernel(
                 table, offsets, work, phases, fanout, float(self.send), float(self.recv),
                 float(self.latency), float(intra), int(self.cores_per_node or 0),
                 tree_levels(n_tasks, fanout), compute, end_times, op_ends)

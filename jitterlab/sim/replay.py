@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 
 from ..base.checks import check_integer
 from ..base.rng import RngLike, as_generator
 from . import replay_kernels
 
-__all__ = ["trace_table", "draw_offsets", "start_offsets", "task_counts"]
+__all__ = ["trace_table", "draw_offsets", "start_offsets", "task_counts", "one_thread_or"]
 
 
 def trace_table(trace):
@@ -79,3 +80,10 @@ def task_counts(n) -> np.ndarray:
         raise ValueError(f"n must be a positive integer or a 1-D sequence of them, got {n!r}")
     values = [check_integer("n", value, 1) for value in np.atleast_1d(np.asarray(n, dtype=object))]
     return np.array(values, dtype=np.int64)
+
+
+def one_thread_or(parallel, one_thread):
+    """The kernel to call now: its one-thread compilation when numba runs one thread (as
+    :func:`jitterlab.threads.kernel_threads` decided), else the parallel one. Both give the
+    same results; the one-thread one saves the parallel layer's cost (issue #20)."""
+    return one_thread if numba.get_num_threads() == 1 else parallel

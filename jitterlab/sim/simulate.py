@@ -25,12 +25,14 @@ from . import event_output as _simevents
 from . import replay_kernels as _simkernels
 from .barriers import TreeBarrier, tree_levels  # noqa: F401  (tree_levels: its old home)
 from .collectives import RoundCollective
-from .replay import draw_offsets, start_offsets, task_counts, trace_table
+from .replay import draw_offsets, one_thread_or, start_offsets, task_counts, trace_table
 from .replay_kernels import PARALLEL_MIN_TASKS
 
 __all__ = ["TreeBarrier", "simulate", "draw_offsets", "tree_levels"]
 
 _CHUNKS = 64  # fixed work split, so results never depend on the number of threads
+
+
 
 
 
@@ -58,8 +60,9 @@ def _run(table, offsets, work, phases, barrier, detail, ops=False):
     order = np.argsort(offsets, kind="stable")
     sorted_compute = np.zeros(shape)
     with kernel_threads(n_tasks, PARALLEL_MIN_TASKS):
-        theta = _simkernels.run_without_barrier(table, offsets[order], work, phases, _CHUNKS,
-                                                sorted_compute)
+        kernel = one_thread_or(_simkernels.run_without_barrier,
+                                _simkernels.run_without_barrier_one_thread)
+        theta = kernel(table, offsets[order], work, phases, _CHUNKS, sorted_compute)
     if not detail:
         return theta, None, None, None
     compute = np.zeros(shape)
@@ -158,14 +161,14 @@ def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="r
         only): per task and phase a compute interval whose ``noise_combined`` is the
         jitter it met, and a collective interval (tag = phase) to the end of the phase;
         attrs ``makespan`` and ``noiseless_makespan`` [s] (see
-        :func:`jitterlab.compare.estimate.accumulated_noise`).
+        :func:`jitterlab.estimate.accumulated_noise`).
     n_tasks : int or sequence of int, optional
         Another name for ``n``, kept for code written against the first API.
     allow_large : bool
         Run even when the memory the run needs (estimated before anything is allocated:
         about 64 B per task, 8 B per phase, and with ``detail`` 48 B per task and phase)
         exceeds half of the memory available; without it such a call raises
-        :class:`jitterlab.base.limits.ResourceLimitError` naming the figure. The environment
+        :class:`jitterlab.limits.ResourceLimitError` naming the figure. The environment
         variable ``JITTERLAB_ALLOW_LARGE=1`` does the same for every call.
 
     Returns
@@ -285,7 +288,7 @@ def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="r
 
 def _event_trace(barrier, compute, end_times, op_ends, work, attrs):
     """The event trace of one simulated run (``detail="events"``), see
-    :mod:`jitterlab.sim.event_output`; attrs ``makespan`` and ``noiseless_makespan`` (the same
+    :mod:`jitterlab._simevents`; attrs ``makespan`` and ``noiseless_makespan`` (the same
     run on a trace without jitter) give the true cost of the noise.
     """
     if barrier is None:

@@ -27,12 +27,16 @@ the least wire time of a message [s].
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ..base.checks import check_positive
+from .schedule import CALC, Schedule, dependencies_from_pairs
+from .schedule import RECV as GOAL_RECV
+from .schedule import SEND as GOAL_SEND
 
 __all__ = ["EventTrace", "KINDS"]
 
@@ -143,6 +147,107 @@ class EventTrace:
         """Row where each rank starts, plus the number of rows (length n_ranks + 1)."""
         ranks = self.data["rank"].to_numpy()
         return np.searchsorted(ranks, np.arange(self.n_ranks + 1)).astype(np.int64)
+
+    def to_schedule(self, message_size: int = 1, source: str = "combined"):
+        """The traced run as a GOAL schedule, to replay it under other noise.
+
+        Every rank becomes a chain of operations in the order of its intervals, each
+        waiting for the one before it to finish: a compute interval becomes a ``calc``
+        of its duration minus its recorded noise of ``source`` (the compute the program
+        did, without what the noise took), a send a ``send`` and a recv a ``recv`` of
+        ``message_size`` bytes to or from its peer, with tag ``tag % 2**32`` (the MPI
+        tag of a trace read by :func:`jitterlab.io.read_otf2_events`; the messages are
+        matched again in posting order). A run of receives marked ``any_order`` waits
+        for the operation before the run, and the operation after it for all of them,
+        so they complete in the order their messages arrive. A collective instance
+        becomes a dissemination barrier of ``message_size``-byte messages
+        (⌈log₂ P⌉ rounds, tags above every message tag of the trace).
+
+        What is lost: the time between intervals (gaps: no operation), the measured cost
+        of the sends, receives and collectives (a simulation charges its own, e.g.
+        LogGOPS's o, L, g, G), the noise inside them, and anything the noise column does
+        not hold (noise not recorded stays in the calc times). The noise is removed by
+        subtraction, so the calc time is exact only if the recorded noise is.
+
+        Parameters
+        ----------
+        message_size : int
+            Size given to every message (an event trace records none). [B]
+        source : str
+            The noise source removed from compute ("combined": all of them).
+
+        Returns
+        -------
+        jitterlab.Schedule
+        """
+        if isinstance(message_size, bool) or not isinstance(message_size, int | np.integer) \
+                or message_size < 0:
+            raise ValueError(f"message_size must be an integer >= 0 [B], got {message_size!r}")
+        data = self.data
+        codes = self.kind_codes()
+        rank = data["rank"].to_numpy()
+        noise = self.noise(source)
+        duration = np.maximum(data["end"].to_numpy() - data["start"].to_numpy() - noise, 0.0)
+        tags = data["tag"].to_numpy() % 2**32
+        message = (codes == SEND) | (codes == RECV)
+        next_tag = int(tags[message].max()) + 1 if message.any() else 0
+        p = self.n_ranks
+        rounds = max(1, math.ceil(math.log2(p))) if p > 1 else 0
+        collective = codes == COLLECTIVE
+        instance, _ = self.collective_instances()
+        # operations per interval: 1, or 2 per round for a collective
+        width = np.where(collective, 2 * rounds, 1)
+        first_op = np.r_[0, np.cumsum(width)[:-1]]
+        n = int(width.sum())
+        owner = np.repeat(np.arange(len(data)), width)  # interval of each operation
+        within = np.arange(n) - first_op[owner]
+        kind = np.full(n, CALC, dtype=np.int8)
+        kind[np.isin(codes[owner], (SEND,))] = GOAL_SEND
+        kind[np.isin(codes[owner], (RECV,))] = GOAL_RECV
+        op_rank = rank[owner]
+        peer = np.where(message[owner], data["peer"].to_numpy()[owner], -1)
+        tag = np.where(message[owner], tags[owner], 0)
+        size = np.where(message[owner], message_size, 0)
+        op_duration = np.where(codes[owner] == COMPUTE, duration[owner], 0.0)
+        barrier = collective[owner]
+        step = 1 << (within[barrier] // 2)
+        sending = within[barrier] % 2 == 0
+        kind[barrier] = np.where(sending, GOAL_SEND, GOAL_RECV)
+        peer[barrier] = np.where(sending, (op_rank[barrier] + step) % max(p, 1),
+                                 (op_rank[barrier] - step) % max(p, 1))
+        tag[barrier] = next_tag + instance[owner[barrier]] * rounds + within[barrier] // 2
+        size[barrier] = message_size
+        if tag.size and tag.max() >= 2**32 - 1:
+            raise ValueError("too many collective instances for GOAL's 32-bit tags")
+        # dependencies: a chain per rank; runs of any_order receives side by side
+        same_rank = np.r_[False, op_rank[1:] == op_rank[:-1]]
+        loose = self.any_order()[owner] & ~barrier
+        run_start = loose & ~np.r_[False, loose[:-1] & same_rank[1:]]
+        run_id = np.cumsum(run_start) - 1
+        dependent, prerequisite = [], []
+        index = np.arange(n)
+        # plain chain: i requires i - 1, except inside a run (its members require the
+        # operation before the run) and right after a run (it requires every member)
+        plain = same_rank & ~loose & ~np.r_[False, loose[:-1]]
+        dependent.append(index[plain])
+        prerequisite.append(index[plain] - 1)
+        if loose.any():
+            first_of_run = np.flatnonzero(run_start)
+            head = first_of_run[run_id[loose]]
+            members = index[loose]
+            has_before = same_rank[head]
+            dependent.append(members[has_before])
+            prerequisite.append(head[has_before] - 1)
+            after = index[~loose & np.r_[False, loose[:-1]] & same_rank]
+            last_run = run_id[after - 1]
+            for op, run in zip(after.tolist(), last_run.tolist(), strict=True):
+                group = index[loose & (run_id == run)]
+                dependent.append(np.full(group.size, op))
+                prerequisite.append(group)
+        requires = dependencies_from_pairs(n, np.concatenate(dependent),
+                                           np.concatenate(prerequisite))
+        return Schedule(max(p, 1), kind=kind, rank=op_rank, peer=peer, size=size, tag=tag,
+                        duration=op_duration, requires=requires)
 
     def opaque_collectives(self) -> EventTrace:
         """The trace as a tracer that sees each collective as one call would record it.

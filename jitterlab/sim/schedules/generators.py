@@ -35,7 +35,7 @@ import numbers
 
 import numpy as np
 
-from .schedule import CALC, RECV, SEND, Schedule, dependencies_from_pairs
+from ...traces.schedule import CALC, RECV, SEND, Schedule, dependencies_from_pairs
 
 __all__ = ["allreduce_ring", "allreduce_recursive_doubling", "broadcast_binomial",
            "reduce_binomial", "alltoall_linear", "halo_exchange"]

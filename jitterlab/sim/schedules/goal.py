@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .schedule import CALC, RECV, SEND, Schedule, dependencies_from_pairs
+from ...traces.schedule import CALC, RECV, SEND, Schedule, dependencies_from_pairs
 
 __all__ = ["read_goal", "write_goal", "GoalSyntaxError"]
 

@@ -6,7 +6,10 @@ LogGOPSim's integer nanoseconds. The loop follows LogGOPSim (Hoefler, Schneider 
 Lumsdaine, HPDC 2010; its ``LogGOPSim.cpp`` built with ``STRICT_ORDER`` and
 ``LIST_MATCH``) step by step:
 
-* one event queue ordered by (time, creation stamp); a retried event keeps its stamp;
+* one event queue ordered by (time, creation stamp); a retried event keeps its stamp
+  (here a radix queue on the integer times with a stamp-sorted list per time, O(1)
+  amortized per event, and a binary heap for the rare event dated before the latest
+  one; any exact priority queue gives the same order, as the stamps are unique);
 * an operation becomes ready when its requires (finished) and irequires (started)
   are met; the ready operations of one host, gathered while one event is handled,
   are ordered by kind (send, recv, calc) with the same unstable sort as libstdc++'s
@@ -31,11 +34,25 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["simulate_arrays", "channels", "successors", "NO_NOISE", "TRACE", "DELTA"]
+from ...traces.schedule import ANY_SOURCE, ANY_TAG
+
+__all__ = ["simulate_arrays", "simulate_with_times", "new_operation_times", "TIME_FIELDS",
+           "START", "CPU_START", "CPU_END", "NOISE", "COMPLETE", "channels", "successors",
+           "schedule_arguments", "NO_NOISE", "TRACE", "DELTA"]
 
 NO_NOISE, TRACE, DELTA = 0, 1, 2
 _SEND, _RECV, _CALC = 1, 2, 3
 _THRESHOLD = 16  # libstdc++ std::sort: _S_threshold
+
+#: rows of the per-operation times of :func:`simulate_with_times` (see its docstring)
+TIME_FIELDS = ("start", "cpu_start", "cpu_end", "noise", "complete")
+START, CPU_START, CPU_END, NOISE, COMPLETE = range(len(TIME_FIELDS))
+
+
+def new_operation_times(n_operations: int) -> np.ndarray:
+    """An int64 array (len(TIME_FIELDS), n_operations) of −1 for :func:`simulate_with_times`
+    to fill (−1 stays where an operation never got there)."""
+    return np.full((len(TIME_FIELDS), n_operations), -1, dtype=np.int64)
 
 
 # --------------------------------------------------------------------------------------
@@ -174,29 +191,20 @@ def std_sort(buf, first, last, kind):
 
 
 # --------------------------------------------------------------------------------------
-# the event queue: a binary heap of (time, stamp, code), smallest (time, stamp) on top
+# the event queue (written out in simulate_with_times): a radix queue, and a binary heap
+# for past events
 
 @numba.njit(cache=True, inline="always")
-def _before(ht, hs, a, b):
-    return ht[a] < ht[b] or (ht[a] == ht[b] and hs[a] < hs[b])
-
-
-@numba.njit(cache=True)
-def _push(ht, hs, hc, size, time, stamp, code):
-    child = size
-    while child > 0:
-        parent = (child - 1) >> 1
-        pt = ht[parent]
-        if time < pt or (time == pt and stamp < hs[parent]):
-            ht[child] = pt
-            hs[child] = hs[parent]
-            hc[child] = hc[parent]
-            child = parent
-        else:
-            break
-    ht[child] = time
-    hs[child] = stamp
-    hc[child] = code
+def _bit_length(x):
+    """Number of bits of x > 0 (the radix queue's bucket of a time x = t ^ last)."""
+    b = 1
+    shift = 32
+    while shift > 0:  # binary search of the highest bit
+        if x >> shift:
+            x >>= shift
+            b += shift
+        shift >>= 1
+    return b
 
 
 @numba.njit(cache=True)
@@ -227,14 +235,12 @@ def channels(kind, rank, peer, tag):
     for i in range(n):
         if kind[i] != _CALC:
             comm += 1
-    capacity = 16
-    while capacity < 2 * comm:
+    capacity = 16  # more slots than channels (at most comm; comm / 2 when all match)
+    while capacity <= comm:
         capacity *= 2
     mask = np.uint64(capacity - 1)
-    k1 = np.empty(capacity, dtype=np.int64)
-    k2 = np.empty(capacity, dtype=np.int64)
-    k3 = np.empty(capacity, dtype=np.int64)
-    ids = np.full(capacity, -1, dtype=np.int64)
+    table = np.empty((capacity, 3), dtype=np.int64)  # receiver·2^32 + sender, tag, id
+    table[:, 2] = -1
     out = np.full(n, -1, dtype=np.int64)
     count = 0
     for i in range(n):
@@ -245,17 +251,17 @@ def channels(kind, rank, peer, tag):
         else:
             receiver, sender = np.int64(rank[i]), np.int64(peer[i])
         t = tag[i]
+        pair = (receiver << 32) | sender  # ranks < 2^31
         slot = _mix(receiver, sender, t) & mask
         while True:
             s = np.int64(slot)
-            if ids[s] < 0:
-                ids[s] = count
-                k1[s], k2[s], k3[s] = receiver, sender, t
+            if table[s, 2] < 0:
+                table[s, 0], table[s, 1], table[s, 2] = pair, t, count
                 out[i] = count
                 count += 1
                 break
-            if k1[s] == receiver and k2[s] == sender and k3[s] == t:
-                out[i] = ids[s]
+            if table[s, 0] == pair and table[s, 1] == t:
+                out[i] = table[s, 2]
                 break
             slot = (slot + np.uint64(1)) & mask
     return out, count
@@ -278,6 +284,55 @@ def successors(n, offsets, targets):
             out[fill[b]] = i
             fill[b] += 1
     return counts, out
+
+
+def schedule_arguments(schedule, params, resolution: float = 1e-12) -> tuple:
+    """The arguments of :func:`simulate_with_times` from ``kind`` to ``eager_limit``.
+
+    Parameters
+    ----------
+    schedule : Schedule
+        The schedule (its columns and CSR dependencies).
+    params : LogGOPS
+        Its costs [s]; ``S=None`` makes every message eager.
+    resolution : float
+        The tick: costs and calc durations are rounded to it. [s]
+
+    Examples
+    --------
+    >>> import jitterlab as jl
+    >>> from jitterlab.schedules import SEND, RECV, kernel
+    >>> ping = jl.Schedule(2, kind=[SEND, RECV], rank=[0, 1], peer=[1, 0], size=[8, 8])
+    >>> args = kernel.schedule_arguments(ping, jl.LogGOPS.from_loggopsim())
+    >>> times, end = kernel.new_operation_times(2), np.zeros(2, dtype=np.int64)
+    >>> none = np.zeros(2, dtype=np.int64)
+    >>> _ = kernel.simulate_with_times(*args, kernel.NO_NOISE, none, none, none, none[:0],
+    ...                                times, end)
+    >>> (times[kernel.CPU_END] // 1000).tolist()  # o; o + L + o + 7 G [ns]
+    [1500, 5542]
+    """
+    s = schedule
+    n = s.n_operations
+    calc = np.rint(s.duration / resolution).astype(np.int64)
+    succ_offsets, succ = successors(n, s.requires_offsets, s.requires)
+    isucc_offsets, isucc = successors(n, s.irequires_offsets, s.irequires)
+    waits = (np.diff(s.requires_offsets) + np.diff(s.irequires_offsets)).astype(np.int64)
+    comm = s.kind != _CALC
+    exact = not bool(np.any(comm & (s.tag == ANY_TAG))
+                     or np.any((s.kind == _RECV) & (s.peer == ANY_SOURCE)))
+    if exact:
+        channel, n_channels = channels(s.kind, s.rank, s.peer, s.tag)
+    else:  # one queue per receiving host, searched in posting order
+        channel = np.where(s.kind == _SEND, s.peer, s.rank).astype(np.int64)
+        n_channels = s.num_ranks
+    n_cpus = int(s.cpu.max()) + 1 if n else 1
+    n_nics = int(s.nic.max()) + 1 if n else 1
+    ticks = [int(np.rint(getattr(params, name) / resolution))
+             for name in ("L", "o", "g", "G", "O")]
+    eager_limit = 2**62 if params.S is None else int(params.S)
+    return (s.kind, s.rank, s.peer, s.size, s.tag, calc, s.cpu, s.nic, s.rank_offsets,
+            succ_offsets, succ, isucc_offsets, isucc, waits, channel, n_channels, exact,
+            n_cpus, n_nics, *ticks, eager_limit)
 
 
 # --------------------------------------------------------------------------------------
@@ -360,23 +415,73 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
                     delta, op_start, op_end, end_out):
     """Run the schedule once; fill ``end_out[host]`` (the latest CPU free time [ticks]).
 
+    The arguments up to ``delta`` are those of :func:`simulate_with_times`.
+    ``op_start``/``op_end`` (when of size n, else of size 0): the rows ``START`` and
+    ``COMPLETE`` of its per-operation times [ticks] are written there.
+
+    Returns (operations finished, events handled, entries left in the queues).
+    """
+    n = kind.size
+    keep = op_start.size == n
+    times = np.full((len(TIME_FIELDS), n if keep else 0), -1, dtype=np.int64)
+    result = simulate_with_times(
+        kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets, succ_offsets, succ,
+        isucc_offsets, isucc, waits, channel, n_channels, exact, n_cpus, n_nics, latency,
+        overhead, gap, gap_per_byte, overhead_per_byte, eager_limit, mode, trc_start,
+        trc_dur, rank_time, delta, times, end_out)
+    if keep:
+        op_start[:] = times[START]
+        op_end[:] = times[COMPLETE]
+    return result
+
+
+@numba.njit(cache=True)
+def simulate_with_times(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
+                        succ_offsets, succ, isucc_offsets, isucc, waits, channel,
+                        n_channels, exact, n_cpus, n_nics, latency, overhead, gap,
+                        gap_per_byte, overhead_per_byte, eager_limit, mode, trc_start,
+                        trc_dur, rank_time, delta, times, end_out):
+    """Run the schedule once; fill ``end_out[host]`` (the latest CPU free time [ticks])
+    and, when requested, every operation's times.
+
+    Per-operation times: pass ``times = new_operation_times(n)`` (shape
+    (len(TIME_FIELDS), n), int64, −1) to have them filled, or an array of shape
+    (len(TIME_FIELDS), 0) for none (then nothing is recorded and nothing costs). Row
+    ``times[F]`` is indexed like the schedule's operations, in ticks:
+
+    * ``START``: a calc or send takes its CPU (= ``CPU_START``); a recv is posted;
+    * ``CPU_START``, ``CPU_END``: the CPU time the operation charges, noise included:
+      a calc's duration, a send's o + (s−1)·O, a recv's o + max((s−1)·O, (s−1)·G) when
+      its message is taken off the network (progress on arrival: for a message that
+      came before its recv was posted, this lies before ``START``);
+    * ``NOISE``: the noise inside [``CPU_START``, ``CPU_END``);
+    * ``COMPLETE``: when the operation releases its requires-successors: a calc at
+      ``CPU_END``, an eager send at ``CPU_END``, a rendezvous send (s > S) when its
+      receive matches, a recv at ``CPU_END`` when its message came after it was posted,
+      at ``START`` when the message was waiting (LogGOPSim's times).
+
+    −1 is left where an operation never got there (a deadlock).
+
     ``waits[i]``: number of requires + irequires of operation i (copied, not changed).
     ``channel``: from :func:`channels` when ``exact`` (no wildcard: the first queued
     entry of a channel always matches), else the receiving host (wildcards: the queue
     of the host is searched in posting order). ``delta`` (mode 2): the noise [ticks] of
     operation i's own CPU use at ``delta[i]`` and of receiving send i's message at
-    ``delta[n + i]``. ``op_start``/``op_end`` (when of size n): time each operation
-    started and finished [ticks].
+    ``delta[n + i]``.
 
     Returns (operations finished, events handled, entries left in the queues).
 
-    The loops that release waiting operations, and the heap's sift-down and sift-up, are
+    The loops that release waiting operations and the event queue's operations are
     written out where they are used, not called: a numba call that passes arrays pays
-    reference counting on every event (3x slower for the heap in a micro-benchmark).
+    reference counting on every event (3x slower for a heap in a micro-benchmark).
     """
     n = kind.size
     p = rank_offsets.size - 1
-    keep = op_start.size == n
+    keep = times.shape[1] == n and n > 0
+    # the receive CPU time of a message that waits unexpected, for its recv [ticks]
+    m_cpu_start = np.empty(n if keep else 0, dtype=np.int64)
+    m_cpu_end = np.empty(n if keep else 0, dtype=np.int64)
+    m_noise = np.empty(n if keep else 0, dtype=np.int64)
     remaining = waits.copy()
     nexto = np.zeros(p * n_cpus, dtype=np.int64)
     nextgr = np.zeros(p * n_nics, dtype=np.int64)
@@ -387,11 +492,41 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
     uq_tail = np.full(n_channels, -1, dtype=np.int64)
     q_next = np.empty(n, dtype=np.int64)
     q_prev = np.empty(n, dtype=np.int64)
-    capacity = 1024
+    # The event queue, in (time, stamp) order. Times handed out are monotone except
+    # rarely (a CPU of a host other than the one just handled, a 0-byte message with
+    # O > o): those "past" events go to a binary heap (ht, hs, hc; size_q) that is
+    # served first. All other events are in a radix queue keyed by time: ``last`` is
+    # the time of the latest event taken from it; events at ``last`` wait in ``fifo``
+    # (key = stamp << code_bits | code, kept sorted, so in stamp order), an event at
+    # a later time in bucket b = bit length of (time ^ last), a linked list through
+    # the node pool (pool_t, pool_k, pool_next). When the fifo is empty, the lowest
+    # non-empty bucket is spread: its least time becomes ``last``, its events at that
+    # time fill the fifo (sorted) and the others move to lower buckets. Each event is
+    # handled in O(1) amortized, and the order is exactly the heap's.
+    capacity = 64
     ht = np.empty(capacity, dtype=np.int64)
     hs = np.empty(capacity, dtype=np.int64)
     hc = np.empty(capacity, dtype=np.int64)
     size_q = 0
+    code_bits = 1
+    while (1 << code_bits) < 2 * n + 2:
+        code_bits += 1
+    if 2 * code_bits > 62:
+        raise ValueError("the schedule has too many operations for the event queue")
+    code_mask = (1 << code_bits) - 1
+    last = 0
+    fifo = np.empty(1024, dtype=np.int64)
+    f_head = 0
+    f_tail = 0
+    bucket_head = np.full(65, -1, dtype=np.int64)
+    bucket_min = np.full(65, np.iinfo(np.int64).max, dtype=np.int64)
+    pool_t = np.empty(1024, dtype=np.int64)
+    pool_k = np.empty(1024, dtype=np.int64)
+    pool_next = np.empty(1024, dtype=np.int64)
+    for q in range(pool_next.size - 1):
+        pool_next[q] = q + 1
+    pool_next[pool_next.size - 1] = -1
+    free_node = 0
     widest = 1
     for r in range(p):
         widest = max(widest, rank_offsets[r + 1] - rank_offsets[r])
@@ -416,18 +551,57 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
                 order[count] = i
                 count += 1
         std_sort(order, 0, count, kind)
-        for k in range(count):
-            if size_q == capacity:
-                capacity *= 2
-                ht, hs = _resized(ht, capacity), _resized(hs, capacity)
-                hc = _resized(hc, capacity)
-            _push(ht, hs, hc, size_q, 0, stamp, order[k])
-            size_q += 1
+        for k in range(count):  # all at time 0 = last, in stamp order
+            if f_tail == fifo.size:
+                fifo = _resized(fifo, 2 * fifo.size)
+            fifo[f_tail] = (stamp << code_bits) | order[k]
+            f_tail += 1
             stamp += 1
 
-    while size_q > 0:
-        t, st, code = ht[0], hs[0], hc[0]
-        size_q -= 1
+    while True:
+        if size_q == 0:  # the radix queue
+            if f_head == f_tail:  # spread the lowest non-empty bucket
+                b = 1
+                while b < 65 and bucket_head[b] < 0:
+                    b += 1
+                if b == 65:
+                    break
+                least = bucket_min[b]
+                node = bucket_head[b]
+                bucket_head[b] = -1
+                bucket_min[b] = np.iinfo(np.int64).max
+                f_head = 0
+                f_tail = 0
+                while node >= 0:
+                    following = pool_next[node]
+                    when = pool_t[node]
+                    if when == least:
+                        if f_tail == fifo.size:
+                            fifo = _resized(fifo, 2 * fifo.size)
+                        fifo[f_tail] = pool_k[node]
+                        f_tail += 1
+                        pool_next[node] = free_node
+                        free_node = node
+                    else:
+                        nb = _bit_length(when ^ least)
+                        pool_next[node] = bucket_head[nb]
+                        bucket_head[nb] = node
+                        if when < bucket_min[nb]:
+                            bucket_min[nb] = when
+                    node = following
+                last = least
+                if f_tail > 1:
+                    fifo[:f_tail].sort()
+            t = last
+            key = fifo[f_head]
+            f_head += 1
+            st = key >> code_bits
+            code = key & code_mask
+            events += 1
+        else:  # a past event: the binary heap
+            t, st, code = ht[0], hs[0], hc[0]
+            size_q -= 1
+            events += 1
         if size_q > 0:  # the heap's last entry sifts down from the top (inlined: a call
             lt, ls, lc = ht[size_q], hs[size_q], hc[size_q]  # per event costs 3x)
             parent = 0
@@ -446,7 +620,6 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
                     break
             ht[parent], hs[parent], hc[parent] = lt, ls, lc
         n_push = 0
-        events += 1
         n_ready = 0
         host_a = -1  # the (at most two) hosts that completed something
         host_b = -1
@@ -464,8 +637,11 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
                                        rank_time, delta)
                     nexto[c] = t + calc[i] + noise
                     if keep:
-                        op_start[i] = t
-                        op_end[i] = nexto[c]
+                        times[START, i] = t
+                        times[CPU_START, i] = t
+                        times[CPU_END, i] = nexto[c]
+                        times[NOISE, i] = noise
+                        times[COMPLETE, i] = nexto[c]
                     for j in range(isucc_offsets[i], isucc_offsets[i + 1]):
                         b = isucc[j]
                         remaining[b] -= 1
@@ -500,14 +676,17 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
                     nexto[c] = t + overhead + _per_byte(size[i], overhead_per_byte) + noise
                     nextgs[nc] = t + gap + _per_byte(size[i], gap_per_byte)
                     if keep:
-                        op_start[i] = t
+                        times[START, i] = t
+                        times[CPU_START, i] = t
+                        times[CPU_END, i] = nexto[c]
+                        times[NOISE, i] = noise
                     pend_t[n_push], pend_s[n_push], pend_c[n_push] = (
                         t + overhead + latency, stamp, n + i)
                     n_push += 1
                     stamp += 1
                     if size[i] <= eager_limit:
                         if keep:
-                            op_end[i] = nexto[c]
+                            times[COMPLETE, i] = nexto[c]
                         for j in range(succ_offsets[i], succ_offsets[i + 1]):
                             b = succ[j]
                             remaining[b] -= 1
@@ -526,7 +705,7 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
                         n_ready += 1
                 host_a = host
                 if keep:
-                    op_start[i] = t
+                    times[START, i] = t
                 ch = channel[i]
                 m = uq_head[ch]
                 if not exact:
@@ -554,7 +733,7 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
                         if nextgs[sn] < t:
                             nextgs[sn] = t
                         if keep:
-                            op_end[m] = t
+                            times[COMPLETE, m] = t
                         for j in range(succ_offsets[m], succ_offsets[m + 1]):
                             b = succ[j]
                             remaining[b] -= 1
@@ -564,7 +743,10 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
                         done += 1
                         host_b = src
                     if keep:
-                        op_end[i] = t
+                        times[CPU_START, i] = m_cpu_start[m]
+                        times[CPU_END, i] = m_cpu_end[m]
+                        times[NOISE, i] = m_noise[m]
+                        times[COMPLETE, i] = t
                     for j in range(succ_offsets[i], succ_offsets[i + 1]):
                         b = succ[j]
                         remaining[b] -= 1
@@ -621,7 +803,7 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
                         if nextgs[sn] < t:
                             nextgs[sn] = t
                         if keep:
-                            op_end[s] = t
+                            times[COMPLETE, s] = t
                         for j in range(succ_offsets[s], succ_offsets[s + 1]):
                             b = succ[j]
                             remaining[b] -= 1
@@ -631,7 +813,10 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
                         done += 1
                         host_b = src
                     if keep:
-                        op_end[m] = nexto[c]
+                        times[CPU_START, m] = t
+                        times[CPU_END, m] = nexto[c]
+                        times[NOISE, m] = noise
+                        times[COMPLETE, m] = nexto[c]
                     for j in range(succ_offsets[m], succ_offsets[m + 1]):
                         b = succ[j]
                         remaining[b] -= 1
@@ -641,6 +826,8 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
                     done += 1
                     host_a = host
                 else:  # unexpected
+                    if keep:
+                        m_cpu_start[s], m_cpu_end[s], m_noise[s] = t, nexto[c], noise
                     q_next[s] = -1
                     q_prev[s] = uq_tail[ch]
                     if uq_tail[ch] >= 0:
@@ -676,12 +863,48 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
                     pend_t[n_push], pend_s[n_push], pend_c[n_push] = when, stamp, b
                     n_push += 1
                     stamp += 1
-        if size_q + n_push > capacity:
-            while size_q + n_push > capacity:
-                capacity *= 2
-            ht, hs, hc = _resized(ht, capacity), _resized(hs, capacity), _resized(hc, capacity)
-        for q in range(n_push):  # sift up (inlined)
+        for q in range(n_push):
             time_, stamp_, code_ = pend_t[q], pend_s[q], pend_c[q]
+            if time_ == last:  # into the fifo, at its place by stamp (a retry's is old)
+                if f_tail == fifo.size:
+                    if f_head > 0:
+                        fifo[:f_tail - f_head] = fifo[f_head:f_tail].copy()
+                        f_tail -= f_head
+                        f_head = 0
+                    else:
+                        fifo = _resized(fifo, 2 * fifo.size)
+                key = (stamp_ << code_bits) | code_
+                place = f_tail
+                while place > f_head and fifo[place - 1] > key:
+                    fifo[place] = fifo[place - 1]
+                    place -= 1
+                fifo[place] = key
+                f_tail += 1
+                continue
+            if time_ > last:  # into bucket bit_length(time ^ last)
+                if free_node < 0:
+                    old = pool_t.size
+                    pool_t = _resized(pool_t, 2 * old)
+                    pool_k = _resized(pool_k, 2 * old)
+                    pool_next = _resized(pool_next, 2 * old)
+                    for node in range(old, 2 * old - 1):
+                        pool_next[node] = node + 1
+                    pool_next[2 * old - 1] = -1
+                    free_node = old
+                node = free_node
+                free_node = pool_next[node]
+                nb = _bit_length(time_ ^ last)
+                pool_t[node] = time_
+                pool_k[node] = (stamp_ << code_bits) | code_
+                pool_next[node] = bucket_head[nb]
+                bucket_head[nb] = node
+                if time_ < bucket_min[nb]:
+                    bucket_min[nb] = time_
+                continue
+            if size_q == capacity:  # a past event: sift up in the binary heap (inlined)
+                capacity *= 2
+                ht, hs = _resized(ht, capacity), _resized(hs, capacity)
+                hc = _resized(hc, capacity)
             child = size_q
             while child > 0:
                 parent = (child - 1) >> 1

@@ -12,11 +12,12 @@ import numpy as np
 import xarray as xr
 
 from ...base.rng import as_generator, seed_from
+from ...traces.schedule import ANY_SOURCE, ANY_TAG, CALC, KIND_NAMES, RECV, SEND, Schedule
 from ...traces.trace import Trace
 from ..message import Message
 from . import kernel
 from .loggops import LogGOPS
-from .schedule import ANY_SOURCE, ANY_TAG, CALC, KIND_NAMES, RECV, SEND, Schedule
+from .tracing import events_from_operations
 
 __all__ = ["simulate_schedule", "DeadlockError"]
 
@@ -61,33 +62,43 @@ class _Prepared:
         self.latency, self.overhead, self.gap, self.gap_per_byte, self.overhead_per_byte = ticks
         self.eager_limit = _ALL_EAGER if params.S is None else int(params.S)
 
+    def arguments(self):
+        """The kernel's arguments from ``kind`` to ``eager_limit``."""
+        s = self.schedule
+        return (s.kind, s.rank, s.peer, s.size, s.tag, self.calc, s.cpu, s.nic,
+                self.rank_offsets, self.succ_offsets, self.succ, self.isucc_offsets,
+                self.isucc, self.waits, self.channel, self.n_channels, self.exact,
+                self.n_cpus, self.n_nics, self.latency, self.overhead, self.gap,
+                self.gap_per_byte, self.overhead_per_byte, self.eager_limit)
+
     def run(self, mode, trc_start, trc_dur, rank_time, delta, keep=False):
         end = np.zeros(self.schedule.num_ranks, dtype=np.int64)
         op_start = np.full(self.n if keep else 0, -1, dtype=np.int64)
         op_end = np.full(self.n if keep else 0, -1, dtype=np.int64)
-        s = self.schedule
         done, events, left = kernel.simulate_arrays(
-            s.kind, s.rank, s.peer, s.size, s.tag, self.calc, s.cpu, s.nic,
-            self.rank_offsets, self.succ_offsets, self.succ, self.isucc_offsets, self.isucc,
-            self.waits, self.channel, self.n_channels, self.exact, self.n_cpus, self.n_nics,
-            self.latency, self.overhead, self.gap, self.gap_per_byte, self.overhead_per_byte,
-            self.eager_limit, mode, trc_start, trc_dur, rank_time, delta, op_start, op_end,
+            *self.arguments(), mode, trc_start, trc_dur, rank_time, delta, op_start, op_end,
             end)
         if done != self.n or left:
             self._deadlock(done, left, mode, trc_start, trc_dur, rank_time, delta)
         return end, events, op_start, op_end
+
+    def times(self, mode, trc_start, trc_dur, rank_time, delta):
+        """Every operation's times (rows ``kernel.TIME_FIELDS``) and each rank's end
+        [ticks]."""
+        end = np.zeros(self.schedule.num_ranks, dtype=np.int64)
+        times = kernel.new_operation_times(self.n)
+        done, _, left = kernel.simulate_with_times(
+            *self.arguments(), mode, trc_start, trc_dur, rank_time, delta, times, end)
+        if done != self.n or left:
+            self._deadlock(done, left, mode, trc_start, trc_dur, rank_time, delta)
+        return times, end
 
     def _deadlock(self, done, left, *noise):
         s = self.schedule
         end = np.full(self.n, -1, dtype=np.int64)
         start = np.full(self.n, -1, dtype=np.int64)
         out = np.zeros(s.num_ranks, dtype=np.int64)
-        kernel.simulate_arrays(
-            s.kind, s.rank, s.peer, s.size, s.tag, self.calc, s.cpu, s.nic,
-            self.rank_offsets, self.succ_offsets, self.succ, self.isucc_offsets, self.isucc,
-            self.waits, self.channel, self.n_channels, self.exact, self.n_cpus, self.n_nics,
-            self.latency, self.overhead, self.gap, self.gap_per_byte, self.overhead_per_byte,
-            self.eager_limit, *noise, start, end, out)
+        kernel.simulate_arrays(*self.arguments(), *noise, start, end, out)
         missing = np.flatnonzero(end < 0)
         text = f"{self.n - done} of {self.n} operations never finished"
         if missing.size:
@@ -162,9 +173,14 @@ def simulate_schedule(schedule: Schedule, params, noise=None, start="random", rn
         Seed of the offsets and δ draws.
     runs : int
         Independent runs (new offsets or δ each run).
-    detail : bool or "operations"
+    detail : bool, "operations" or "events"
         "operations" adds each operation's start and end (variables ``op_start``,
-        ``op_end`` [s], dims run, operation).
+        ``op_end`` [s], dims run, operation). "events" (``runs=1``) returns instead the
+        run's :class:`jitterlab.EventTrace`, the input of :mod:`jitterlab.estimate`:
+        per rank its CPU uses in time order (a calc, a send's overhead, the taking of a
+        received message, the wait for it included) with the noise in each, attrs
+        ``makespan`` and ``noiseless_makespan`` [s]; the rules are in
+        :mod:`jitterlab.schedules.tracing`.
     resolution : float
         Clock tick of the simulation: every time is a whole number of ticks, costs and
         trace times are rounded to it. The default 1 ps reproduces LogGOPSim's integer
@@ -172,10 +188,11 @@ def simulate_schedule(schedule: Schedule, params, noise=None, start="random", rn
 
     Returns
     -------
-    xarray.Dataset
+    xarray.Dataset or EventTrace
         ``makespan`` (run) and ``end`` (run, rank): the latest time a rank's CPU is
         busy, as LogGOPSim prints it [s]; ``noiseless_makespan`` and ``slowdown`` (run)
-        when there is noise; attrs: parameters, events handled per run, seed.
+        when there is noise; attrs: parameters, events handled per run, seed. With
+        ``detail="events"`` the run's event trace.
 
     Examples
     --------
@@ -195,9 +212,13 @@ def simulate_schedule(schedule: Schedule, params, noise=None, start="random", rn
                         f"{type(params).__name__}")
     if isinstance(runs, bool) or not isinstance(runs, int | np.integer) or runs < 1:
         raise ValueError(f"runs must be a positive integer, got {runs!r}")
-    if detail not in (False, True, "operations"):
-        raise ValueError(f"detail must be False or 'operations', got {detail!r}")
-    keep = detail is not False
+    if detail not in (False, True, "operations", "events"):
+        raise ValueError(f"detail must be False, 'operations' or 'events', got {detail!r}")
+    as_events = detail == "events"
+    if as_events and runs != 1:
+        raise ValueError(f"detail='events' gives the event trace of one run: use runs=1, "
+                         f"got runs={runs}")
+    keep = detail is not False and not as_events
     if not (isinstance(resolution, float | int) and 0 < resolution <= 1e-6):
         raise ValueError(f"resolution must be a positive time of at most 1 µs, got "
                          f"{resolution!r}")
@@ -237,6 +258,9 @@ def simulate_schedule(schedule: Schedule, params, noise=None, start="random", rn
             if np.any(draws < 0) or not np.all(np.isfinite(draws)):
                 raise ValueError("the noise law drew a negative or non-finite δ")
             delta = np.rint(draws / prepared.resolution).astype(np.int64)
+        if as_events:
+            times, ends[run] = prepared.times(mode, trc_start, trc_dur, rank_time, delta)
+            continue
         ends[run], events[run], first, last = prepared.run(mode, trc_start, trc_dur,
                                                            rank_time, delta, keep)
         if keep:
@@ -248,6 +272,7 @@ def simulate_schedule(schedule: Schedule, params, noise=None, start="random", rn
         "end": (("run", "rank"), ends * res,
                 {"units": "s", "long_name": "time each rank's CPU is last busy"}),
     }
+    noiseless = ends.max(axis=1)[0] * res
     if mode != kernel.NO_NOISE:
         quiet, _, _, _ = prepared.run(kernel.NO_NOISE, np.zeros(2, np.int64),
                                       np.zeros(2, np.int64), zeros, empty_delta)
@@ -277,5 +302,14 @@ def simulate_schedule(schedule: Schedule, params, noise=None, start="random", rn
         attrs["trace_source"] = str(noise.attrs.get("source", "unknown"))
     if seed is not None:
         attrs["seed"] = seed
+    if as_events:
+        del attrs["events_per_run"]
+        return events_from_operations(
+            schedule, times[kernel.START], times[kernel.CPU_START], times[kernel.CPU_END],
+            times[kernel.NOISE],
+            overhead=prepared.overhead, latency=prepared.latency, tick=res,
+            attrs={**attrs, "source": "jl.simulate_schedule",
+                   "makespan": float(ends[0].max() * res),
+                   "noiseless_makespan": float(noiseless)})
     return xr.Dataset(data, coords={"run": np.arange(runs), "rank": np.arange(p)},
                       attrs=attrs)

@@ -1,0 +1,85 @@
+"""Per-operation times of the schedule kernel (kernel.simulate_with_times).
+
+Hand-computed times of two small schedules, with LogGOPSim's default costs
+(L = 2500, o = 1500, g = 1000, G = 6 ns, O = 0, S = 65 535 B), and, on a Schedgen2
+schedule of tests/data/goal under noise, the times' own consistency: recording them
+changes no rank's end, each rank's end is its latest CPU end, and the CPU intervals of
+one CPU never overlap.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+import jitterlab as jl
+from jitterlab.schedules import CALC, RECV, SEND, kernel
+
+NS = 1000  # ticks per ns at the default 1 ps resolution
+DATA = Path(__file__).parent / "data" / "goal"
+
+
+def run(schedule, params, mode=kernel.NO_NOISE, delta=None, times=True):
+    n, p = schedule.n_operations, schedule.num_ranks
+    out = kernel.new_operation_times(n if times else 0)
+    end = np.zeros(p, dtype=np.int64)
+    zeros = np.zeros(max(p, 2), dtype=np.int64)
+    delta = np.zeros(0, dtype=np.int64) if delta is None else delta
+    done, _, left = kernel.simulate_with_times(
+        *kernel.schedule_arguments(schedule, params), mode, zeros[:2], zeros[:2],
+        zeros[:p], delta, out, end)
+    assert done == n and left == 0
+    return out, end
+
+
+def test_ping_times():
+    ping = jl.Schedule(2, kind=[SEND, RECV], rank=[0, 1], peer=[1, 0], size=[8, 8])
+    times, end = run(ping, jl.LogGOPS.from_loggopsim())
+    arrival = (1500 + 2500) * NS
+    assert times[kernel.START].tolist() == [0, 0]
+    assert times[kernel.CPU_START].tolist() == [0, arrival]
+    assert times[kernel.CPU_END].tolist() == [1500 * NS, arrival + (1500 + 7 * 6) * NS]
+    assert times[kernel.NOISE].tolist() == [0, 0]
+    assert times[kernel.COMPLETE].tolist() == times[kernel.CPU_END].tolist()
+    assert end.tolist() == times[kernel.CPU_END].tolist()
+
+
+def test_message_before_its_receive():
+    """Rank 1 computes 10 µs, then posts its receive: the message (there at 4 µs) is
+    taken when the CPU frees, and the receive completes when posted."""
+    s = jl.Schedule(2, kind=[SEND, CALC, RECV], rank=[0, 1, 1], peer=[1, -1, 0],
+                    size=[8, 0, 8], duration=[0.0, 10e-6, 0.0],
+                    requires=jl.schedules.dependencies_from_pairs(3, [2], [1]))
+    times, _ = run(s, jl.LogGOPS.from_loggopsim())
+    free = 10_000 * NS
+    assert times[:, 2].tolist() == [free, free, free + 1542 * NS, 0, free]
+    assert times[:, 1].tolist() == [0, 0, free, 0, free]
+
+
+def test_delta_noise_is_recorded():
+    ping = jl.Schedule(2, kind=[SEND, RECV], rank=[0, 1], peer=[1, 0], size=[8, 8])
+    delta = np.array([7, 0, 0, 0], dtype=np.int64) * NS  # the send's own CPU use
+    times, _ = run(ping, jl.LogGOPS.from_loggopsim(), kernel.DELTA, delta)
+    assert times[kernel.NOISE].tolist() == [7 * NS, 0]
+    assert times[kernel.CPU_END, 0] == (1500 + 7) * NS
+
+
+def test_times_are_consistent_under_noise():
+    schedule = jl.read_goal(DATA / "allreduce_recdoub_compute_64_8b.goal.gz")
+    params = jl.LogGOPS.from_loggopsim(S=256)
+    n = schedule.n_operations
+    delta = np.random.default_rng(23).integers(0, 5_000 * NS, 2 * n)
+    times, end = run(schedule, params, kernel.DELTA, delta)
+    _, plain_end = run(schedule, params, kernel.DELTA, delta, times=False)
+    np.testing.assert_array_equal(end, plain_end)
+    assert np.all(times >= 0)
+    cpu_end = times[kernel.CPU_END]
+    np.testing.assert_array_equal(np.maximum.reduceat(cpu_end, schedule.rank_offsets[:-1]),
+                                  end)
+    assert np.all(times[kernel.CPU_END] - times[kernel.CPU_START] >= times[kernel.NOISE])
+    for r in range(schedule.num_ranks):
+        mine = slice(schedule.rank_offsets[r], schedule.rank_offsets[r + 1])
+        order = np.argsort(times[kernel.CPU_START, mine], kind="stable")
+        begin, finish = times[kernel.CPU_START, mine][order], cpu_end[mine][order]
+        assert np.all(begin[1:] >= finish[:-1]), f"rank {r}: CPU intervals overlap"
