@@ -15,6 +15,7 @@ imported on first use, so ``import jitterlab`` itself is quick.
 
 from __future__ import annotations
 
+import copyreg
 import importlib
 import sys
 import types
@@ -111,4 +112,11 @@ class _Package(types.ModuleType):
         super().__setattr__(name, value)
 
 
+def _import_by_name(module: types.ModuleType):
+    """Pickle the package as modules are pickled: by name (Dask sends functions that use
+    ``jl`` to its workers; cloudpickle and pickle look the reducer up here)."""
+    return importlib.import_module, (module.__name__,)
+
+
+copyreg.pickle(_Package, _import_by_name)
 sys.modules[__name__].__class__ = _Package

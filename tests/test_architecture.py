@@ -239,3 +239,18 @@ def test_import_jitterlab_loads_no_numerical_library():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == "", f"import jitterlab loaded {done.stdout.strip()}"
+
+
+def test_the_package_pickles_by_name_as_modules_do():
+    import pickle
+
+    import cloudpickle
+
+    import jitterlab as jl
+
+    assert pickle.loads(pickle.dumps(jl)) is jl
+
+    def uses_the_package(n):  # defined here: cloudpickle sends it by value, with jl
+        return jl.tree_depth(n)
+
+    assert cloudpickle.loads(cloudpickle.dumps(uses_the_package))(7) == 2

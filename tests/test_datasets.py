@@ -193,8 +193,9 @@ def test_measured_folder_holds_only_listed_files(measurements):
 def test_data_folder_stays_small():
     # 8 MB until 2026-11-25; then the recordings of issues #18 and #22 (kernel events of a
     # 60 s run, 30 pinning runs, 48 interleaved MPI runs: 14.5 MB) came in, and the
-    # interleaved re-recordings of notebooks 06/07 (1.8 MB, files up to 0.72 MB). The bounds catch an accidental large file (a trace at full resolution, an
-    # uncompressed store) rather than fix a budget.
+    # interleaved re-recordings of notebooks 06/07 (1.8 MB, files up to 0.72 MB). The bounds
+    # catch an accidental large file (a trace at full resolution, an uncompressed store)
+    # rather than fix a budget.
     sizes = {p: p.stat().st_size for p in datasets.DATA_DIR.rglob("*") if p.is_file()}
     total = sum(sizes.values())
     assert total < 25_000_000, f"data/ holds {total / 1e6:.1f} MB"
