@@ -46,6 +46,15 @@ def collectively(comm, function, *args):
     return result
 
 
+def refuse_taken_output(comm, problem_of, output, overwrite: bool) -> None:
+    """The root asks ``problem_of(output, overwrite)`` whether the output may be written (a
+    sentence saying why not, or None); if not, every rank raises FileExistsError with it."""
+    root = comm.Get_rank() == 0
+    problem = comm.bcast(problem_of(output, overwrite) if root else None, root=0)
+    if problem is not None:
+        raise FileExistsError(problem)
+
+
 def finish_run(comm, root, writer, summary, interrupted, store, output, read_store, write,
                read_output, keep_chunks, overwrite=False):
     """Close a benchmark run on every rank.

@@ -72,6 +72,7 @@ from ._ranks import (
     collectively,
     finish_run,
     ranks_and_cpus,
+    refuse_taken_output,
     run_metadata,
 )
 from ._tsc import calibrate_tsc, check_cycle_counter, read_tsc
@@ -450,10 +451,7 @@ def _run(comm, MPI, phases, work, output, collective, inject_period, inject_dura
     rank, size = comm.Get_rank(), comm.Get_size()
     root = rank == 0
     store = store_path(output)
-    problem = target_problem(output, overwrite) if root else None
-    problem = comm.bcast(problem, root=0)
-    if problem is not None:
-        raise FileExistsError(problem)
+    refuse_taken_output(comm, target_problem, output, overwrite)
     placement = ranks_and_cpus(comm, pin)
 
     def one_host():

@@ -62,6 +62,7 @@ from ._ranks import (
     finish_run,
     rank_coordinates,
     ranks_and_cpus,
+    refuse_taken_output,
     run_metadata,
 )
 from ._tsc import calibrate_tsc, check_cycle_counter, read_tsc
@@ -366,9 +367,7 @@ def _run(comm, MPI, output, round_trips, barriers, pin, overwrite, keep_chunks, 
     rank, size = comm.Get_rank(), comm.Get_size()
     root = rank == 0
     store = store_path(output)
-    problem = comm.bcast(target_problem(output, overwrite) if root else None, root=0)
-    if problem is not None:
-        raise FileExistsError(problem)
+    refuse_taken_output(comm, target_problem, output, overwrite)
     problem = comm.bcast(limit_problem(size, round_trips, barriers, None, None, allow_large)
                          if root else None, root=0)
     if problem is not None:

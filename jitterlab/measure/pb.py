@@ -52,6 +52,7 @@ from ._ranks import (
     finish_run,
     rank_coordinates,
     ranks_and_cpus,
+    refuse_taken_output,
     run_metadata,
 )
 from ._tsc import calibrate_tsc, check_cycle_counter, read_tsc
@@ -443,10 +444,7 @@ def _run(comm, MPI, work, duration, output, random_wait, broadcast, max_wait, se
     rank, size = comm.Get_rank(), comm.Get_size()
     root = rank == 0
     store = store_path(output)
-    problem = target_problem(output, overwrite) if root else None
-    problem = comm.bcast(problem, root=0)
-    if problem is not None:
-        raise FileExistsError(problem)
+    refuse_taken_output(comm, target_problem, output, overwrite)
 
     placement = ranks_and_cpus(comm, pin)
     if root and placement["oversubscribed"]:
