@@ -11,269 +11,48 @@ noiseless pipeline in closed form, with bounds on the expected time under a nois
 law), and :func:`wavefront_simulate` with ``method="montecarlo"`` (a δ from a noise
 law added to every block) or ``method="trace"`` (each rank replays a jitter trace
 from its own start, compute and message CPU time alike, with jitSim's rules).
+
+The workload is :mod:`~jitterlab.apps.wavefront_workload`'s, the pipeline model
+:mod:`~jitterlab.apps.wavefront_model`'s; this module simulates, and re-exports both.
 """
 
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 import xarray as xr
 
-from ..analytic.bounds import tree_depth
-from ..analytic.maxofn import max_of_n
-from ..base.checks import check_integer, check_positive
+from ..base.checks import check_integer
 from ..base.limits import check_allow_large, check_duration, check_memory
-from ..base.provenance import provenance_attrs
 from ..base.rng import RngLike, as_generator, seed_from
-from ..noise import NoiseModel, from_trace
+from ..noise import NoiseModel
 from ..sim import event_output as _simevents
-from ..sim.message import Message
 from ..sim.replay import start_offsets, trace_table
 from ..traces.trace import Trace
 from . import wavefront_kernels as _wavekernels
+from .wavefront_model import (
+    block_noise_law,
+    noiseless_pipeline,
+    noiseless_time,
+    result_attrs,
+    result_variables,
+    wavefront_predict,
+)
+from .wavefront_workload import (
+    SWEEP_ORDERS,
+    Wavefront,
+    check_workload,
+    size_text,
+    square_grid,
+    sweep_corners,
+)
 
 __all__ = ["Wavefront", "wavefront_predict", "wavefront_simulate", "noiseless_time",
            "square_grid", "SWEEP_ORDERS"]
 
-_REFERENCE = ((1, 1), (-1, 1), (1, -1), (-1, -1))
-#: named sweep orders: the corner each sweep starts from, as (x direction, y direction)
-SWEEP_ORDERS = {
-    # LogGOPSim's reference schedule (shared/reference/loggopsim): one sweep per corner
-    "reference": _REFERENCE,
-    # Sweep3D: the two octants (±z) of a corner back to back, corners in the same order;
-    # this gives the two full and two diagonal pipeline fills per iteration of the
-    # Hoisie and Mudalige et al. models
-    "sweep3d": tuple(corner for corner in _REFERENCE for _ in range(2)),
-}
 _DELTA_BUDGET = 1 << 22  # noise draws held at once by the Monte Carlo (32 MiB)
-
-
-def _corners(sweeps) -> tuple[tuple[int, int], ...]:
-    if isinstance(sweeps, str):
-        if sweeps not in SWEEP_ORDERS:
-            raise ValueError(f"sweeps must be one of {sorted(SWEEP_ORDERS)} or a sequence of "
-                             f"corners (dx, dy) with dx, dy in {{-1, +1}}, got {sweeps!r}")
-        return SWEEP_ORDERS[sweeps]
-    try:
-        pairs = [(dx, dy) for dx, dy in sweeps]
-    except (TypeError, ValueError):
-        raise ValueError(f"sweeps: each sweep must be a corner (dx, dy), got {sweeps!r}") from None
-    # compared before any int(): a corner (1.5, 1) is not (1, 1)
-    if not pairs or not all(_is_unit_step(value) for pair in pairs for value in pair):
-        raise ValueError(f"sweeps: corners are pairs of -1/+1 and at least one is needed, "
-                         f"got {sweeps!r}")
-    return tuple((int(dx), int(dy)) for dx, dy in pairs)
-
-
-def _is_unit_step(value) -> bool:
-    """True for the numbers -1 and +1 (not True, "1" or 1.5)."""
-    return (isinstance(value, numbers.Real | np.number)
-            and not isinstance(value, bool | np.bool_) and value in (-1, 1))
-
-
-@dataclass(frozen=True)
-class Wavefront:
-    """A wavefront workload: grid, blocks, work per block, sweeps and messages.
-
-    Parameters
-    ----------
-    px, py : int
-        Processor grid; rank = j·px + i. [-]
-    blocks : int
-        Blocks each sweep pipelines (k-plane blocks × angle blocks). [-]
-    work : float
-        Compute of one rank for one block. [s]
-    iterations : int
-        Iterations, each of all the sweeps. [-]
-    sweeps : str or sequence of (int, int)
-        "reference" (+x+y, −x+y, +x−y, −x−y, LogGOPSim's schedule), "sweep3d" (the
-        same corners, two octants each), or the corners (dx, dy) in order.
-    message : jitterlab.Message
-        Cost of one face message (CPU time at both ends, wire latency, per byte).
-    bytes_x, bytes_y : int, optional
-        Size of the face sent along x and along y; default ``message.size``. [B]
-    allreduce : bool
-        Close every iteration with an all-reduce (a convergence test): every rank
-        waits for the slowest, then for a reduce and broadcast on a binary tree of
-        noiseless messages, 2·D·(send + wire + recv) with D the tree's depth.
-    cores_per_node : int
-        Ranks per node, placed in rank order (ranks 0 … c−1 on the first node, Cray's
-        default placement). A face message between two ranks of one node spends the
-        message's ``intra_node_latency`` on the wire instead of its ``latency``; only
-        :func:`wavefront_predict` models that difference (:func:`wavefront_simulate`
-        refuses a workload that has it). [-]
-    """
-
-    px: int
-    py: int
-    blocks: int
-    work: float
-    iterations: int = 1
-    sweeps: str | Sequence = "reference"
-    message: Message = field(default_factory=Message)
-    bytes_x: int | None = None
-    bytes_y: int | None = None
-    allreduce: bool = False
-    cores_per_node: int = 1
-
-    def __post_init__(self):
-        object.__setattr__(self, "px", check_integer("px", self.px, 1))
-        object.__setattr__(self, "py", check_integer("py", self.py, 1))
-        object.__setattr__(self, "blocks", check_integer("blocks", self.blocks, 1))
-        object.__setattr__(self, "work", check_positive("work", self.work))
-        object.__setattr__(self, "iterations", check_integer("iterations", self.iterations, 1))
-        _corners(self.sweeps)
-        if not isinstance(self.message, Message):
-            raise TypeError(f"message must be a jl.Message, got {type(self.message).__name__}")
-        for name in ("bytes_x", "bytes_y"):
-            if getattr(self, name) is not None:
-                object.__setattr__(self, name, check_integer(name, getattr(self, name), 0))
-        if not isinstance(self.allreduce, bool | np.bool_):
-            raise TypeError(f"allreduce must be True or False, got {self.allreduce!r}")
-        object.__setattr__(self, "cores_per_node",
-                           check_integer("cores_per_node", self.cores_per_node, 1))
-
-    @classmethod
-    def from_problem(cls, cells: Sequence[int], cores: int | None = None, *,
-                     px: int | None = None, py: int | None = None, cell_time: float,
-                     block_height: int = 1, angles: int = 1, angles_per_block: int = 1,
-                     bytes_per_value: int = 8, **kwargs) -> Wavefront:
-        """The workload of an nx × ny × nz problem on ``cores`` ranks.
-
-        Each rank holds ⌈nx/px⌉ × ⌈ny/py⌉ columns; a block is ``block_height`` k-planes
-        of ``angles_per_block`` angles, so a sweep has ⌈nz/height⌉·⌈angles/apb⌉ blocks
-        of ``cell_time`` × cells × angles of work, and a face holds one value per cell
-        of the face and angle.
-
-        Parameters
-        ----------
-        cells : (int, int, int)
-            Problem size nx, ny, nz. [cells]
-        cores : int, optional
-            Number of ranks; without ``px`` and ``py`` the grid is the most nearly
-            square px × py = cores with px <= py (:func:`square_grid`). [-]
-        px, py : int, optional
-            Processor grid (both, and then px·py must equal ``cores`` if given). [-]
-        cell_time : float
-            Compute time of one cell for one angle. [s]
-        block_height, angles, angles_per_block : int
-            k-planes per block, angles per sweep, angles per block. [-]
-        bytes_per_value : int
-            Size of one face value (8: double precision). [B]
-        **kwargs
-            ``iterations``, ``sweeps``, ``message``, ``allreduce``, ``cores_per_node`` as
-            for the class.
-
-        Examples
-        --------
-        >>> import jitterlab as jl
-        >>> wf = jl.apps.Wavefront.from_problem((60, 60, 60), 8, cell_time=1e-7, block_height=5)
-        >>> (wf.px, wf.py, wf.blocks, wf.bytes_x, wf.bytes_y)
-        (2, 4, 12, 600, 1200)
-        """
-        if isinstance(cells, str) or not isinstance(cells, Sequence | np.ndarray) or len(
-                cells) != 3:
-            raise ValueError(f"cells must be (nx, ny, nz), got {cells!r}")
-        computed = sorted({"px", "py", "blocks", "work", "bytes_x", "bytes_y"} & set(kwargs))
-        if computed:
-            raise TypeError(f"from_problem() computes {computed} from the problem: give "
-                            f"cells, cores (or px and py), cell_time and the blocking instead")
-        nx, ny, nz = (check_integer(name, value, 1) for name, value in zip(("nx", "ny", "nz"),
-                                                                           cells, strict=True))
-        if px is None and py is None:
-            if cores is None:
-                raise TypeError("from_problem() needs cores, or the grid px and py")
-            px, py = square_grid(cores)
-        elif px is None or py is None:
-            raise TypeError("give both px and py, or neither (the grid then follows cores)")
-        px, py = check_integer("px", px, 1), check_integer("py", py, 1)
-        if cores is not None and px * py != check_integer("cores", cores, 1):
-            raise ValueError(f"the grid px × py = {px} × {py} = {px * py} ranks does not hold "
-                             f"cores = {cores}")
-        if px > nx or py > ny:
-            raise ValueError(f"the grid {px} × {py} is larger than the {nx} × {ny} columns")
-        height = check_integer("block_height", block_height, 1)
-        angles = check_integer("angles", angles, 1)
-        per_block = check_integer("angles_per_block", angles_per_block, 1)
-        if per_block > angles:
-            raise ValueError(f"angles_per_block ({per_block}) must not exceed angles "
-                             f"({angles}): a block would compute angles that do not exist")
-        cell_time = check_positive("cell_time", cell_time)
-        width_x, width_y = math.ceil(nx / px), math.ceil(ny / py)
-        blocks = math.ceil(nz / height) * math.ceil(angles / per_block)
-        work = cell_time * width_x * width_y * height * per_block
-        bytes_per_value = check_integer("bytes_per_value", bytes_per_value, 0)
-        return cls(px=px, py=py, blocks=blocks, work=work,
-                   bytes_x=width_y * height * per_block * bytes_per_value,
-                   bytes_y=width_x * height * per_block * bytes_per_value, **kwargs)
-
-    @property
-    def n(self) -> int:
-        """Number of ranks N = px·py. [-]"""
-        return self.px * self.py
-
-    @property
-    def corners(self) -> np.ndarray:
-        """The sweeps' corners as an (S, 2) array of (dx, dy)."""
-        return np.array(_corners(self.sweeps), dtype=np.int64)
-
-    def wire_times(self) -> tuple[float, float]:
-        """Wire time of an x face and of a y face [s]."""
-        return self.message.wire_time(self.bytes_x), self.message.wire_time(self.bytes_y)
-
-    def intra_node_wire_times(self) -> tuple[float, float]:
-        """Wire time of an x face and of a y face between two ranks of one node [s]."""
-        return (self.message.wire_time(self.bytes_x, intra_node=True),
-                self.message.wire_time(self.bytes_y, intra_node=True))
-
-    @property
-    def has_intra_node_wire(self) -> bool:
-        """True when some face message stays on a node and costs less (or more) there."""
-        return self.cores_per_node > 1 and self.intra_node_wire_times() != self.wire_times()
-
-    def allreduce_time(self) -> float:
-        """Noiseless all-reduce after an iteration, or −1 without one. [s]"""
-        if not self.allreduce:
-            return -1.0
-        return 2.0 * int(tree_depth(self.n)) * self.message.one_way
-
-    def describe(self) -> str:
-        sweeps = self.sweeps if isinstance(self.sweeps, str) else str(list(_corners(self.sweeps)))
-        return (f"Wavefront(px={self.px}, py={self.py}, blocks={self.blocks}, work={self.work}, "
-                f"iterations={self.iterations}, sweeps={sweeps}, "
-                f"{self.message.describe()}, bytes_x={self.bytes_x}, bytes_y={self.bytes_y}, "
-                f"allreduce={self.allreduce}, cores_per_node={self.cores_per_node})")
-
-    def _kernel_args(self):
-        wire_x, wire_y = self.wire_times()
-        return (self.px, self.py, self.corners, self.blocks, self.work, self.message.send,
-                self.message.recv, wire_x, wire_y, self.allreduce_time())
-
-
-def square_grid(cores: int) -> tuple[int, int]:
-    """The most nearly square grid px × py = ``cores`` with px <= py.
-
-    Examples
-    --------
-    >>> [square_grid(n) for n in (4, 8, 32, 6144)]
-    [(2, 2), (2, 4), (4, 8), (64, 96)]
-    """
-    cores = check_integer("cores", cores, 1)
-    px = math.isqrt(cores)
-    while cores % px:
-        px -= 1
-    return px, cores // px
-
-
-def _check_workload(workload) -> Wavefront:
-    if not isinstance(workload, Wavefront):
-        raise TypeError(f"workload must be a jl.apps.Wavefront, got {type(workload).__name__}")
-    return workload
-
 
 #: the names of ``start`` (:func:`jitterlab.simulate`'s)
 START_NAMES = ("random", "random_row", "synchronized", "coscheduled")
@@ -310,22 +89,13 @@ def _check_start(start, n_ranks: int, law: bool):
 _BYTES_PER_RANK = 96
 #: bytes per rank of an event-driven run (progress="on_arrival"): event heap and records
 _BYTES_PER_RANK_ON_ARRIVAL = 600
-#: bytes per rank of the pipeline model: finish lines and the per-rank arrays
-_BYTES_PER_RANK_MODEL = 48
 #: bytes per rank and pass with detail="events": operation ends, then the event table
 _BYTES_PER_RANK_PASS_EVENTS = 1600
-
-
-def _size_text(workload: Wavefront) -> str:
-    return (f"a {workload.px} × {workload.py} grid ({float(workload.n):.3g} ranks), "
-            f"{workload.blocks} blocks × {len(_corners(workload.sweeps))} sweeps × "
-            f"{workload.iterations} iteration{'' if workload.iterations == 1 else 's'}")
-
 
 def _check_simulation_size(workload, runs, detail, events, law, on_arrival, allow_large):
     """Refuse, before allocating, a simulation that needs more memory than allowed."""
     n = float(workload.n)
-    passes = float(workload.iterations) * len(_corners(workload.sweeps)) * workload.blocks
+    passes = float(workload.iterations) * len(sweep_corners(workload.sweeps)) * workload.blocks
     if on_arrival:
         estimate = n * _BYTES_PER_RANK_ON_ARRIVAL + 8.0 * passes
     else:
@@ -340,7 +110,7 @@ def _check_simulation_size(workload, runs, detail, events, law, on_arrival, allo
     change = "a smaller grid (px, py), fewer blocks, sweeps, iterations or runs"
     if detail or events:
         change += ", or detail=False"
-    check_memory(estimate, lambda: f"jl.apps.wavefront_simulate of {_size_text(workload)}, "
+    check_memory(estimate, lambda: f"jl.apps.wavefront_simulate of {size_text(workload)}, "
                  f"runs={runs}, detail={detail or ('events' if events else False)!r}",
                  change, allow_large)
 
@@ -365,13 +135,13 @@ def _on_arrival_seconds_per_rank_block(workload) -> float:
         started = time.perf_counter()
         _simulate_on_arrival(probe, None, "random", None, 1)
         best = min(best, time.perf_counter() - started)
-    return best / (px * py * blocks * len(_corners(probe.sweeps)))
+    return best / (px * py * blocks * len(sweep_corners(probe.sweeps)))
 
 
 def _check_on_arrival_time(workload, runs, noisy, allow_large):
     """Refuse an event-driven run that would take over an hour (a huge grid ran silently
     for hours): its rank-blocks times the kernel's time per rank-block, timed now."""
-    passes = float(workload.iterations) * len(_corners(workload.sweeps)) * workload.blocks
+    passes = float(workload.iterations) * len(sweep_corners(workload.sweeps)) * workload.blocks
     rank_blocks = float(workload.n) * passes * (runs + (1 if noisy else 0))
     if rank_blocks <= _ON_ARRIVAL_TIMED_ABOVE:
         return
@@ -379,165 +149,11 @@ def _check_on_arrival_time(workload, runs, noisy, allow_large):
     check_duration(
         rank_blocks * per_rank_block,
         lambda: (f"jl.apps.wavefront_simulate(progress='on_arrival') of "
-                 f"{_size_text(workload)}, runs={runs}"
+                 f"{size_text(workload)}, runs={runs}"
                  f"{' and the noiseless run' if noisy else ''} ({rank_blocks:.3g} rank-blocks "
                  f"at {per_rank_block * 1e6:.3g} µs each, timed on a 16 × 16 grid now)"),
         "a smaller grid (px, py), fewer blocks, sweeps, iterations or runs, or "
         "progress='in_order' (the block recurrence, much faster)", allow_large)
-
-
-def _check_model_size(workload, levels, allow_large):
-    """Refuse, before allocating, a pipeline model that needs more memory than allowed."""
-    estimate = float(workload.n) * _BYTES_PER_RANK_MODEL
-    if levels:  # the level sizes, their mask and their unique values
-        estimate += 32.0 * workload.iterations * len(_corners(workload.sweeps)) * (
-            workload.blocks + workload.px + workload.py)
-    check_memory(estimate, lambda: f"jl.apps.wavefront_predict of {_size_text(workload)}"
-                 + (" with noise" if levels else ""),
-                 "a smaller grid (px, py)" + (", fewer blocks, sweeps or iterations"
-                                              if levels else ""), allow_large)
-
-
-def _noiseless(workload: Wavefront, work: float | None = None, levels: bool = False):
-    """Finish per rank and per iteration without noise, summed over blocks in closed form."""
-    px, py, corners, blocks, w, send, recv, wire_x, wire_y, allreduce = workload._kernel_args()
-    w = w if work is None else work
-    n_ranks = workload.n
-    costs = {w + (a + b) * recv + (c + d) * send for a in (0, 1) for b in (0, 1)
-             for c in (0, 1) for d in (0, 1)}
-    slopes = np.array(sorted(costs))
-    finish = np.zeros(n_ranks)
-    iteration_end = np.zeros(workload.iterations)
-    n_levels = workload.iterations * corners.shape[0] * (blocks + px + py) + 1
-    level_count = np.zeros(n_levels if levels else 0, dtype=np.int64)
-    intra_x, intra_y = workload.intra_node_wire_times()
-    _wavekernels.pipeline_pieces(px, py, corners, blocks, workload.iterations, w, send, recv,
-                                 wire_x, wire_y, allreduce, slopes, finish, iteration_end,
-                                 level_count, workload.cores_per_node, intra_x, intra_y)
-    return finish, iteration_end, level_count
-
-
-def _as_law(noise, work: float) -> NoiseModel:
-    if isinstance(noise, Trace):
-        return from_trace(noise, work)
-    if isinstance(noise, NoiseModel):
-        return noise
-    raise TypeError(f"noise must be None, a jl.noise law or a jl.Trace, got "
-                    f"{type(noise).__name__}")
-
-
-def _base_vars(iteration_end, finish, dims=()):
-    iteration_time = np.diff(iteration_end, prepend=0.0, axis=-1)
-    return {
-        "total_time": (dims, iteration_end[..., -1],
-                       {"units": "s", "long_name": "time until the last rank is done"}),
-        "iteration_time": ((*dims, "iteration"), iteration_time,
-                           {"units": "s", "long_name": "time of each iteration (slowest rank)"}),
-        "finish": ((*dims, "rank"), finish, {"units": "s", "long_name": "each rank's finish"}),
-    }
-
-
-def _attrs(workload: Wavefront, method: str) -> dict:
-    return {"method": method, "workload": workload.describe(), "n": workload.n,
-            **provenance_attrs()}
-
-
-def noiseless_time(workload: Wavefront, *, allow_large: bool = False) -> float:
-    """Total time of ``workload`` without noise, as :func:`wavefront_predict` gives it [s].
-
-    The number alone, without building a Dataset (for fits that call the model often).
-    ``allow_large`` as for :func:`wavefront_predict`.
-    """
-    workload = _check_workload(workload)
-    _check_model_size(workload, False, allow_large)
-    return float(_noiseless(workload)[1][-1])
-
-
-def wavefront_predict(workload: Wavefront, noise=None, *,
-                      allow_large: bool = False) -> xr.Dataset:
-    """The pipeline model of a wavefront workload, and bounds on its time under noise.
-
-    Parameters
-    ----------
-    workload : Wavefront
-        The workload.
-    noise : jitterlab.noise law or jitterlab.Trace, optional
-        The noise δ of one block's compute (a Trace: the law of the δ that ``work``
-        meets from a random start, :func:`jitterlab.noise.from_trace`). Message CPU
-        time is taken as noiseless here.
-    allow_large : bool
-        Run even when the estimated memory (about 50 B per rank, and 32 B per level of
-        the block graph with ``noise``) exceeds half of the available memory; without
-        it such a call raises :class:`jitterlab.base.limits.ResourceLimitError` naming the
-        figure and the argument to change (or set ``JITTERLAB_ALLOW_LARGE=1``).
-
-    Returns
-    -------
-    xarray.Dataset
-        ``total_time``, ``iteration_time`` (dim ``iteration``) and ``finish`` (dim
-        ``rank``) without noise [s]; with ``noise`` also ``total_time_lower`` and
-        ``total_time_upper``, bounds on the expected total time when every block meets
-        an independent δ, and ``slowdown_lower``, ``slowdown_upper`` [-].
-
-    Notes
-    -----
-    Without noise a block of rank r ends at E_b = max(E_{b−1}, X_b, Y_b') + c_r, with
-    c_r the rank's CPU time per block (work, and send and receive overheads for the
-    neighbours it has) and X_b, Y_b' its arrivals (Y shifted by the x receive that
-    precedes it). Each E_b is a maximum of lines α + b·σ whose slopes are block costs,
-    so the blocks are summed in closed form and a sweep costs O(ranks) — the pipeline
-    fill and the steady state of the plug-and-play model of Mudalige, Vernon & Jarvis,
-    exact for this schedule.
-
-    Under noise the total time T(δ) is the longest path through the blocks, a maximum
-    of sums, hence convex in δ: Jensen gives E[T] >= T(E δ) (``total_time_lower``, the
-    model with work w + E δ). Sorting the blocks into levels so that no dependency
-    chain holds two blocks of a level gives T(δ) <= T(0) + Σ_levels max δ over the
-    level, so E[T] <= T(0) + Σ_ℓ E[max of m_ℓ δ] (``total_time_upper``), the expected
-    maxima taken exactly by :func:`jitterlab.max_of_n`.
-
-    References
-    ----------
-    .. [1] S.D. Hammond et al., "To Upgrade or not to Upgrade? Catamount vs. Cray Linux
-       Environment" (seed 002).
-    .. [2] G.R. Mudalige, M.K. Vernon, S.A. Jarvis, "A Plug-and-Play Model for
-       Evaluating Wavefront Computations on Parallel Architectures", IPDPS 2008.
-
-    Examples
-    --------
-    >>> import jitterlab as jl
-    >>> m = jl.Message(send=1e-6, recv=1e-6, latency=5e-6)
-    >>> wf = jl.apps.Wavefront(8, 8, blocks=10, work=100e-6, iterations=2, message=m)
-    >>> round(float(jl.apps.wavefront_predict(wf)["total_time"]) * 1e3, 6)  # [ms]
-    17.368
-    """
-    workload = _check_workload(workload)
-    check_allow_large(allow_large)
-    law = None if noise is None else _as_law(noise, workload.work)
-    _check_model_size(workload, law is not None, allow_large)
-    finish, iteration_end, level_count = _noiseless(workload, levels=law is not None)
-    data = _base_vars(iteration_end, finish)
-    attrs = _attrs(workload, "pipeline model (closed form over blocks)")
-    if law is not None:
-        mean = float(law.mean())
-        total = float(iteration_end[-1])
-        lower = float(_noiseless(workload, work=workload.work + mean)[1][-1])
-        sizes, repeats = np.unique(level_count[level_count > 0], return_counts=True)
-        maxima = max_of_n(law, n=sizes)["mean"].to_numpy()
-        upper = total + float(np.dot(repeats, maxima))
-        data.update({
-            "total_time_lower": ((), lower, {"units": "s", "long_name":
-                                             "lower bound of E[total time] (Jensen)"}),
-            "total_time_upper": ((), upper, {"units": "s", "long_name":
-                                             "upper bound of E[total time] (levels)"}),
-            "slowdown_lower": ((), lower / total - 1.0, {"units": "1"}),
-            "slowdown_upper": ((), upper / total - 1.0, {"units": "1"}),
-        })
-        attrs.update(noise=getattr(law, "describe", lambda: type(law).__name__)()
-                     if callable(getattr(law, "describe", None)) else type(law).__name__,
-                     noise_mean=mean, levels=int(repeats.sum()))
-    return xr.Dataset(data, coords={"iteration": np.arange(workload.iterations),
-                                    "rank": np.arange(workload.n)}, attrs=attrs)
 
 
 def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: RngLike = None,
@@ -608,7 +224,7 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
     >>> round(float(ds["total_time"][0]) * 1e3, 6)  # [ms], as LogGOPSim gives it
     17.46
     """
-    workload = _check_workload(workload)
+    workload = check_workload(workload)
     runs = check_integer("runs", runs, 1)
     check_allow_large(allow_large)
     if workload.has_intra_node_wire:
@@ -660,7 +276,7 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
     _check_simulation_size(workload, runs, bool(detail), events, law, False, allow_large)
     op_ends = np.full((n_passes, n_ranks, 5), np.nan) if events else _NO_OPS
     block_end = np.zeros((runs, n_passes, n_ranks)) if detail else None
-    noiseless_end = _noiseless(workload)[1][-1]
+    noiseless_end = noiseless_pipeline(workload)[1][-1]
     finishes = np.zeros((runs, n_ranks))
     ends = np.zeros((runs, iterations))
     empty_table = np.zeros((1, 3))
@@ -683,7 +299,7 @@ def wavefront_simulate(workload: Wavefront, noise=None, start="random", rng: Rng
             finishes[run] = state[:, 0]
         kind = "trace-driven simulation (jitSim rules for compute and message CPU time)"
     else:
-        law = _as_law(noise, workload.work)
+        law = block_noise_law(noise, workload.work)
         seed = seed_from(rng)
         gen = as_generator(seed)
         chunk = max(1, _DELTA_BUDGET // n_ranks)
@@ -769,12 +385,12 @@ def _simulate_on_arrival(workload, noise, start, rng, runs):
 
 
 def _labelled(workload, ends, finishes, noiseless_end, kind, noise, start, seed):
-    data = _base_vars(ends, finishes, dims=("run",))
+    data = result_variables(ends, finishes, dims=("run",))
     data["noiseless_time"] = ((), noiseless_end, {"units": "s",
                                                   "long_name": "total time without noise"})
     data["slowdown"] = (("run",), ends[:, -1] / noiseless_end - 1.0,
                         {"units": "1", "long_name": "total time / noiseless time − 1"})
-    attrs = _attrs(workload, kind)
+    attrs = result_attrs(workload, kind)
     if noise is not None and start is not None:  # a replayed trace: where each rank began
         attrs["start"] = start if isinstance(start, str) else "explicit rows"
         if isinstance(noise, Trace):
