@@ -5,19 +5,32 @@ the dedicated kernels (:func:`jitterlab.simulate`, :func:`jitterlab.apps.wavefro
 Each function writes, per rank, the operations the dedicated kernel performs, in its
 order (blocking program order: an operation requires the one before it, except where
 said). With ``jl.LogGOPS(L=latency, o=send=recv, g=0, G=0)`` and no noise a schedule
-gives the kernel's times exactly (tests/test_schedule_programs.py), except the recursive
-doubling on a number of ranks that is not a power of two (1–2 µs apart with o = 1 µs,
-L = 5 µs at 3, 5 and 13 ranks; not yet explained). The engines differ
+gives the kernel's times exactly (tests/test_schedule_programs.py) wherever no message
+reaches a rank before the rank's program reaches its receive. The engines differ
 
+* in when a message is taken: LogGOPSim's CPU takes an arriving message (its receive
+  overhead o) as soon as the CPU is free, before the program reaches the receive; the
+  round collectives and the in-order wavefront take it when the program reaches the
+  receive. The two agree when no message arrives early. That holds for the tree, the
+  dissemination barrier and recursive doubling on a power of two, but not for recursive
+  doubling on other N: a rank that sits out the fold-in round sends its next message at
+  once, and it reaches a partner that still waits for its fold-in message (N = 3, o =
+  1 µs, L = 5 µs, 100 µs of work: ranks 1 and 2 send at 100–101 µs, both messages reach
+  rank 0 at 106 µs; LogGOPSim takes both, 106–108, sends to rank 1 at 108–109, rank 1
+  ends at 115 µs; the kernel takes rank 2's, sends at 107–108, takes rank 1's at 108–109,
+  rank 1 ends at 114 µs). LogGOPSim itself gives the schedule engine's times
+  (tests/data/loggopsim_round_collectives.csv). The wavefront's
+  ``progress="on_arrival"`` is LogGOPSim's rule;
 * under noise: a message leaves at its send's start + o in LogGOPSim, at the end of its
   (noisy) send in the dedicated kernels; LogGOPSim's ``--noise-trace`` rule lengthens a
   CPU use by the detours that begin inside it, not by those that begin in the lengthened
-  part (jitSim's rule, which the dedicated kernels use, consumes CPU time on the trace);
-* in when a message is taken: LogGOPSim takes it on arrival as soon as the CPU is free
-  (before the program reaches the receive), the round collectives and the in-order
-  wavefront when the program reaches the receive. Without noise and with equal work on
-  every rank no message arrives early in the round collectives, so both agree; the
-  wavefront's ``progress="on_arrival"`` is LogGOPSim's rule.
+  part (jitSim's rule, which the dedicated kernels use, consumes CPU time on the trace).
+
+:func:`round_collective` with ``message=`` writes the CPU costs of a send and of a receive
+as ``calc`` operations in program order around messages that cost no CPU (run it with
+:func:`program_order_parameters`): a message is then taken when the program reaches its
+receive and leaves at the end of its noisy send, as in the dedicated kernel, so the two
+agree on every N without noise (only the noise-trace rule still differs under noise).
 """
 
 from __future__ import annotations
@@ -27,8 +40,11 @@ import numpy as np
 from ...base.checks import check_integer, check_positive
 from ...traces.schedule import CALC, RECV, SEND, Schedule, dependencies_from_pairs
 from ..collective_kernels import DISSEMINATION, RECURSIVE_DOUBLING, partner, round_count
+from ..message import Message
+from .loggops import LogGOPS
 
-__all__ = ["chain_schedule", "tree_barrier", "round_collective", "wavefront"]
+__all__ = ["chain_schedule", "tree_barrier", "round_collective", "program_order_parameters",
+           "wavefront"]
 
 #: the corner sweeps of the wavefront's "reference" order (+x+y, −x+y, +x−y, −x−y)
 REFERENCE_CORNERS = ((1, 1), (-1, 1), (1, -1), (-1, -1))
@@ -113,30 +129,67 @@ def tree_barrier(ranks: int, fanout: int, work: float, phases: int = 1,
 
 
 def round_collective(ranks: int, work: float, phases: int = 1, size: int = 1,
-                     kind: str = "dissemination") -> Schedule:
+                     kind: str = "dissemination", message: Message | None = None) -> Schedule:
     """Phases of ``work``, each closed by :class:`jitterlab.Dissemination` or
-    :class:`jitterlab.RecursiveDoubling` (``kind="recursive_doubling"``): per round a
-    send to the round's partner, then a receive from it (a rank that sits a round out
-    skips it), all in program order; round k of phase q has tag q·rounds + k."""
+    :class:`jitterlab.RecursiveDoubling` (``kind="recursive_doubling"``).
+
+    Per round a send to the round's partner, then a receive from it (a rank that sits a
+    round out skips it), all in program order; round k of phase q has tag q·rounds + k.
+
+    Parameters
+    ----------
+    ranks : int
+        Tasks. [-]
+    work : float
+        Compute per rank and phase. [s]
+    phases : int
+        Number of phases. [-]
+    size : int
+        Message size. [B]
+    kind : str
+        ``"dissemination"`` or ``"recursive_doubling"``.
+    message : jitterlab.Message, optional
+        When given, each send is preceded by a ``calc`` of ``message.send`` and each
+        receive followed by a ``calc`` of ``message.recv``: run the schedule with
+        :func:`program_order_parameters` (o = 0), and a message is taken when the program
+        reaches its receive, as :func:`jitterlab.simulate` takes it (the module docstring
+        says why that matters for recursive doubling on N not a power of two). None: the
+        engine charges o on each send and on each message's arrival (LogGOPSim's rule).
+    """
     ranks, work, phases, size = _arguments(ranks, work, phases, size)
     codes = {"dissemination": DISSEMINATION, "recursive_doubling": RECURSIVE_DOUBLING}
     if kind not in codes:
         raise ValueError(f"kind must be 'dissemination' or 'recursive_doubling', got {kind!r}")
+    if message is not None and not isinstance(message, Message):
+        raise TypeError(f"message must be a jl.Message or None, got {type(message).__name__}")
     code = codes[kind]
     rounds = int(round_count(code, ranks))
-    rows = []
+    rows = []  # (rank, kind, peer, tag, duration)
     for r in range(ranks):
         for phase in range(phases):
             rows.append((r, CALC, -1, 0, work))
             for k in range(rounds):
                 to, source = (int(x) for x in partner(code, ranks, k, r))
+                tag = phase * rounds + k
                 if to >= 0:
-                    rows.append((r, SEND, to, phase * rounds + k, 0.0))
+                    if message is not None:
+                        rows.append((r, CALC, -1, 0, message.send))
+                    rows.append((r, SEND, to, tag, 0.0))
                 if source >= 0:
-                    rows.append((r, RECV, source, phase * rounds + k, 0.0))
+                    rows.append((r, RECV, source, tag, 0.0))
+                    if message is not None:
+                        rows.append((r, CALC, -1, 0, message.recv))
     rank, kinds, peer, tag, duration = (np.array(c) for c in zip(*rows, strict=True))
     return chain_schedule(ranks, rank, kinds, peer, np.where(kinds == CALC, 0, size), tag,
                           duration)
+
+
+def program_order_parameters(message: Message) -> LogGOPS:
+    """The LogGOPS point that runs a schedule written with ``message=`` (whose CPU costs
+    are ``calc`` operations): L = the message's wire time, o = g = G = 0."""
+    if not isinstance(message, Message):
+        raise TypeError(f"message must be a jl.Message, got {type(message).__name__}")
+    return LogGOPS(L=message.wire_time(), o=0.0, g=0.0, G=0.0)
 
 
 def wavefront(px: int, py: int, blocks: int, work: float, iterations: int = 1,
