@@ -8,9 +8,10 @@ The files live in the ``data/`` folder next to the package (a source checkout):
   one row per table row, :func:`load_paper_table`.
 * ``data/measured/`` — measurements of one machine made with jitterlab's own benchmarks
   (detour traces, FWQ samples, Parallel Benchmark runs), recorded by
-  ``python data/record_measurements.py``, among them a *jitSim session* (detour traces
-  of every CPU and, right after them, compute-barrier loops at 1-8 ranks, variant
-  ``"session"``). ``data/measured/manifest.json`` lists every
+  ``python -m jitterlab.recipes.record_measurements`` (until 2026-11-26 the script
+  ``data/record_measurements.py``, the command the shipped manifest records), among them
+  a *jitSim session* (detour traces of every CPU and, right after them, compute-barrier
+  loops at 1-8 ranks, variant ``"session"``). ``data/measured/manifest.json`` lists every
   file with what it is, the machine, the date, the exact command, the units and its
   SHA-256; ``data/measured/PROVENANCE.md`` says the same for people.
   :func:`list_measurements`, :func:`load_detour`, :func:`load_fwq`, :func:`load_pb`,
@@ -30,6 +31,7 @@ import pandas as pd
 from .base.checks import check_positive
 
 __all__ = ["DATA_DIR", "PAPER_VALUE_COLUMNS", "MEASUREMENT_COLUMNS", "RECORD_COMMAND",
+           "RECORD_COMMANDS",
            "MEASUREMENT_KINDS", "DETOUR_VARIANTS", "PB_VARIANTS",
            "load_paper_values", "load_paper_table", "list_measurements", "measurement_path",
            "load_detour", "load_fwq", "load_pb", "load_latency", "load_ross_phold"]
@@ -41,7 +43,10 @@ DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 PAPER_VALUE_COLUMNS = ("quantity", "value", "unit", "source", "note")
 
 #: how to (re-)record the measurements of ``data/measured/``
-RECORD_COMMAND = "python data/record_measurements.py"
+RECORD_COMMAND = "python -m jitterlab.recipes.record_measurements"
+#: the commands a recording of ``data/measured/`` starts with: :data:`RECORD_COMMAND`, and
+#: the script it was until 2026-11-26 (same options), which the shipped manifest records
+RECORD_COMMANDS = (RECORD_COMMAND, "python data/record_measurements.py")
 
 #: folder of the measurements, inside ``DATA_DIR``, and its machine-readable index
 MEASURED = "measured"
@@ -371,8 +376,8 @@ def load_detour(cpu: int = 0, variant: str = "fixed_threshold"):
     Raises
     ------
     FileNotFoundError
-        If the measurements have not been recorded (``python
-        data/record_measurements.py``).
+        If the measurements have not been recorded (``python -m
+        jitterlab.recipes.record_measurements``).
     ValueError
         If no trace of that CPU and variant is shipped (the message lists those that
         are), or the file's checksum differs from the manifest's.

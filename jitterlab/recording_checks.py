@@ -36,7 +36,8 @@ STATIONARITY_COLUMNS = ("file", "kind", "series", "collected_at", "session", "du
 
 
 #: the shipped table of :func:`check_recordings`, in ``DATA_DIR`` (derived from
-#: ``data/measured/``, which holds only what ``data/record_measurements.py`` records)
+#: ``data/measured/``, which holds only what ``python -m
+#: jitterlab.recipes.record_measurements`` records)
 STATIONARITY_TABLE = "stationarity.csv"
 
 

@@ -6,6 +6,7 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 
 import numpy as np
@@ -117,7 +118,8 @@ def test_malformed_table(monkeypatch, tmp_path):
 
 
 # --------------------------------------------------------------------------------------
-# measurements of this machine: data/measured/ (recorded by data/record_measurements.py)
+# measurements of this machine: data/measured/ (recorded by
+# python -m jitterlab.recipes.record_measurements, until 2026-11-26 data/record_measurements.py)
 # --------------------------------------------------------------------------------------
 MEASURED = datasets.DATA_DIR / "measured"
 FWQ_WORKS = (300e-6, 13e-3, 83e-3)
@@ -166,7 +168,27 @@ def test_every_measurement_is_listed(measurements):
     ours = measurements["kind"] != "ross_phold"  # ROSS ran outside: see PROVENANCE.md
     assert measurements.loc[ours, "command"].str.startswith(("jitterlab measure ",
                                                              "mpiexec -n ")).all()
-    assert measurements.attrs["recorded_with"].startswith("python data/record_measurements.py")
+    # recorded by the script the program was then; a new recording names the program
+    assert measurements.attrs["recorded_with"].startswith(datasets.RECORD_COMMANDS)
+
+
+def test_recorded_commands_name_the_program_then_and_now(manifest):
+    from jitterlab.recipes import measurement_manifest, record_measurements
+
+    old, new = "python data/record_measurements.py", datasets.RECORD_COMMAND
+    assert datasets.RECORD_COMMANDS == (new, old)
+    assert new == "python -m jitterlab.recipes.record_measurements"
+    # every recording of the shipped manifest started with the script of its time
+    assert all(r["command"].startswith(old + " ") or r["command"] == old
+               for r in manifest["recordings"])
+    command = record_measurements.recorded_command(["--only", "pb", "--quick"])
+    assert command == new + " --only pb --quick"
+    assert command.startswith(datasets.RECORD_COMMANDS)
+    assert not "python data/other.py --only pb".startswith(datasets.RECORD_COMMANDS)
+    program = measurement_manifest.recording_program
+    assert program(manifest["recorded_with"]) == "data/record_measurements.py"
+    assert program(command) == new
+    assert program(None) == new
 
 
 def test_load_averages_are_the_manifests(measurements, manifest):
@@ -181,8 +203,8 @@ def test_files_match_their_checksums(measurements):
         data = (MEASURED / name).read_bytes()
         assert len(data) == row["bytes"], name
         assert hashlib.sha256(data).hexdigest() == row["sha256"], \
-            f"{name} changed after it was recorded: re-record with python " \
-            "data/record_measurements.py"
+            f"{name} changed after it was recorded: re-record with " \
+            f"{datasets.RECORD_COMMAND}"
 
 
 def test_measured_folder_holds_only_listed_files(measurements):
@@ -316,13 +338,9 @@ def test_load_latency(measurements, ranks):
 
 @pytest.fixture(scope="module")
 def script():
-    import importlib.util
+    from jitterlab.recipes import record_measurements
 
-    spec = importlib.util.spec_from_file_location(
-        "record_measurements", datasets.DATA_DIR / "record_measurements.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return record_measurements
 
 
 def test_record_script_plans_the_shipped_latency_runs(measurements, script):
@@ -330,7 +348,7 @@ def test_record_script_plans_the_shipped_latency_runs(measurements, script):
     assert [job["ranks"] for job in jobs] == list(LATENCY_RANKS)
     for job in jobs:
         row = measurements.loc[job["file"]]
-        assert script.shlex.join(job["argv"]) == row["command"]
+        assert shlex.join(job["argv"]) == row["command"]
         assert job["oversubscribed"] == (job["ranks"] > os.cpu_count())
         assert job["argv"][:3] == ["mpiexec", "-n", str(job["ranks"])]
 
@@ -340,7 +358,7 @@ def test_record_script_plans_the_shipped_pb_runs(measurements, script):
     assert sorted((job["ranks"], job["variant"], job["work"]) for job in jobs) == \
         sorted(run for run in PB_RUNS if run[1] != "session")
     for job in jobs:
-        assert script.shlex.join(job["argv"]) == measurements.loc[job["file"], "command"]
+        assert shlex.join(job["argv"]) == measurements.loc[job["file"], "command"]
         wait, broadcast = PB_SETUP[job["variant"]]
         assert ("--no-random-wait" in job["argv"]) == (not wait)
         assert ("--no-broadcast" in job["argv"]) == (not broadcast)
@@ -368,7 +386,7 @@ def test_record_script_plans_the_session_in_one_step(measurements, script):
         [("detour", 0, None), ("detour", 1, None)] + [("pb", None, r) for r in SESSION_RANKS]
     for job in jobs:
         assert job["variant"] == "session"
-        assert script.shlex.join(job["argv"]) == measurements.loc[job["file"], "command"]
+        assert shlex.join(job["argv"]) == measurements.loc[job["file"], "command"]
         if job["kind"] == "pb":
             assert "--no-random-wait" in job["argv"] and "--no-broadcast" in job["argv"]
             assert job["oversubscribed"] == (job["ranks"] > os.cpu_count())
@@ -396,7 +414,7 @@ def test_session_was_recorded_in_one_sitting(measurements, manifest):
 def test_missing_manifest_says_how_to_record(monkeypatch, tmp_path):
     monkeypatch.setattr(datasets, "DATA_DIR", tmp_path / "data")
     pattern = re.escape(str(tmp_path / "data" / "measured" / "manifest.json")) + \
-        r".*python data/record_measurements\.py"
+        r".*python -m jitterlab\.recipes\.record_measurements"
     for load in (list_measurements, load_detour, lambda: load_fwq(300e-6), load_pb,
                  load_latency):
         with pytest.raises(FileNotFoundError, match=pattern):
@@ -420,7 +438,7 @@ def test_missing_file_names_its_path(monkeypatch, tmp_path, measurements):
     ranks, variant, work = measurements.loc[name, ["ranks", "variant", "work"]]
     with pytest.raises(FileNotFoundError,
                        match=re.escape(str(tmp_path / "data" / "measured" / name))
-                       + r".*record_measurements\.py"):
+                       + r".*jitterlab\.recipes\.record_measurements"):
         load_pb(int(ranks), variant, float(work))
 
 
@@ -469,7 +487,7 @@ def test_sysjitter_back_to_back_table_and_its_provenance_record():
 
 
 def test_record_script_keeps_measurements_it_does_not_record(script, tmp_path):
-    # the ROSS runs were recorded by hand: the script's manifest and PROVENANCE.md must
+    # the ROSS runs were recorded by hand: the program's manifest and PROVENANCE.md must
     # keep their entry and their section when it rewrites them
     shipped = json.loads((datasets.DATA_DIR / "measured" / "manifest.json").read_text())
     script.write_manifest(tmp_path, shipped)

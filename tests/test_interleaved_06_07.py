@@ -1,7 +1,7 @@
-"""The interleaved recordings of notebooks 06 and 07 (data/interleaved_06_07): recorded as
-declared in data/interleaved_06_07.md, complete and readable."""
+"""The interleaved recordings of notebooks 06 and 07 (data/interleaved_06_07, recorded by
+``python -m jitterlab.recipes.interleaved_06_07``): recorded as declared in
+data/interleaved_06_07.md, complete and readable."""
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -10,11 +10,10 @@ import pytest
 import xarray as xr
 
 import jitterlab as jl
+from jitterlab.recipes.interleaved_06_07 import EXPERIMENTS, batch_order
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 FOLDER = DATA / "interleaved_06_07"
-sys.path.insert(0, str(DATA))
-from interleaved_06_07 import EXPERIMENTS, batch_order  # noqa: E402
 
 RUNS = pd.read_csv(FOLDER / "runs.csv")
 

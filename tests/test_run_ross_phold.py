@@ -1,4 +1,5 @@
-"""The ROSS PHOLD runner ``data/run_ross_phold.py`` (issue #12), without ROSS.
+"""The ROSS PHOLD runner ``python -m jitterlab.recipes.run_ross_phold`` (issue #12; until
+2026-11-26 ``data/run_ross_phold.py``), without ROSS.
 
 ``tests/data/ross_phold_output.txt`` is the unchanged output (stdout, then a
 ``--- stderr ---`` line) of a short run of the rebuilt ROSS 8.1.1 (commit dc3a6a0, built as
@@ -11,10 +12,8 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import importlib.util
 import re
 import subprocess
-import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -34,13 +33,9 @@ CONFIG_COLUMNS = ["config", "pes", "synch", "remote_percent", "gvt_interval", "b
 
 @pytest.fixture(scope="module")
 def runner():
-    spec = importlib.util.spec_from_file_location(
-        "run_ross_phold", datasets.DATA_DIR / "run_ross_phold.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
+    from jitterlab.recipes import run_ross_phold
+
+    return run_ross_phold
 
 
 @pytest.fixture(scope="module")

@@ -17,13 +17,17 @@ makespan of the same run on a trace without jitter. Each row is one run of
   rank and phase), estimated from the messages and from the opaque view (each barrier
   one collective interval, as a tracer of MPI_Barrier records it).
 
-Run from the repository root: ``python data/estimate_accuracy.py`` (about 15 minutes on
-the 2-vCPU machine). Rows are appended as they are done, so an interrupted run keeps
-them and a second run completes the missing ones.
+Run from the repository root: ``python -m jitterlab.recipes.estimate_accuracy`` (about 15
+minutes on the 2-vCPU machine; until 2026-11-26 the script ``data/estimate_accuracy.py``).
+Rows are appended as they are done, so an interrupted run keeps them and a second run
+completes the missing ones. ``--output``, ``--noise``, ``--barrier``, ``--ranks``,
+``--phase-work`` and ``--phases`` run a smaller grid elsewhere (a quick check); each run's
+seed is its position in the grid, so the default grid gives the shipped seeds.
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
 import sys
 import time
@@ -32,21 +36,27 @@ from pathlib import Path
 import numpy as np
 
 import jitterlab as jl
+from jitterlab.datasets import DATA_DIR
 from jitterlab.io.chunks import append_csv_row
 
-OUT = Path(__file__).with_name("estimate_accuracy.csv")
+#: the table this program writes
+OUT = DATA_DIR / "estimate_accuracy.csv"
+#: the grid: ranks N, work of a phase over all ranks, noise (period, detour) [s] or the
+#: measured trace (None), barriers (barrier, phases)
 RANKS = (32, 128, 512, 2048)
 PHASE_WORK = (32e-3, 320e-3)  # N·w, the work of one phase over all ranks [s]
 NOISE = {"100Hz_100us": (10e-3, 100e-6), "1kHz_25us": (1e-3, 25e-6),
          "10Hz_2.5ms": (100e-3, 2.5e-3), "measured_cpu1": None}
 TREE = jl.TreeBarrier(message=jl.Message(send=1e-6, recv=1e-6, latency=2e-6))
 BARRIERS = {"ideal": (None, 10_000), "tree": (TREE, 1_000)}
+#: columns of the table
 FIELDS = ["noise", "barrier_kind", "n", "phase_work", "work", "phases", "barrier",
           "intervals", "makespan", "noiseless_makespan", "true_cost", "estimate", "error",
           "opaque_estimate", "opaque_error", "seed", "seconds"]
 
 
 def noise_trace(name: str) -> jl.Trace:
+    """The noise of a key of :data:`NOISE`: a periodic detour, or CPU 1's shipped trace."""
     if NOISE[name] is None:
         return jl.datasets.load_detour(cpu=1)
     period, detour = NOISE[name]
@@ -54,34 +64,79 @@ def noise_trace(name: str) -> jl.Trace:
                     source=f"injected: {detour * 1e6:g} us every {period * 1e3:g} ms")
 
 
-def done_keys() -> set:
-    if not OUT.exists():
+def done_keys(path: Path = OUT) -> set:
+    """(noise, barrier kind, ranks, phase work [s]) of every row of the table ``path``."""
+    if not path.exists():
         return set()
-    with OUT.open() as f:
+    with path.open() as f:
         return {(r["noise"], r["barrier_kind"], int(r["n"]), float(r["phase_work"]))
                 for r in csv.DictReader(f)}
 
 
-def main() -> int:
-    done = done_keys()
-    for seed, (name, kind, n, phase_work) in enumerate(
-            (name, kind, n, g) for name in NOISE for kind in BARRIERS for g in PHASE_WORK
-            for n in RANKS):
-        if (name, kind, n, phase_work) in done:
-            continue
-        barrier, phases = BARRIERS[kind]
-        began = time.perf_counter()
-        result = jl.estimate.against_simulation(noise_trace(name), n, phase_work / n, phases,
-                                                barrier=barrier, rng=seed)
-        row = {"noise": name, "barrier_kind": kind, "phase_work": phase_work, "seed": seed,
-               "seconds": round(time.perf_counter() - began, 2), **result}
-        append_csv_row(OUT, row, FIELDS)
-        print(f"{name:14s} {kind:5s} N={n:5d} w={phase_work / n * 1e6:8.1f} us "
-              f"error {result['error']:+.2e} opaque {result['opaque_error']:+.3%} "
-              f"({row['seconds']} s)", flush=True)
+def grid(noises=tuple(NOISE), barriers=tuple(BARRIERS), phase_works=PHASE_WORK,
+         ranks=RANKS) -> list[tuple[int, str, str, int, float]]:
+    """The runs, in order: (seed, noise, barrier kind, ranks, phase work [s]); the seed is
+    the run's position in the grid."""
+    return [(seed, *case) for seed, case in enumerate(
+        (name, kind, n, g) for name in noises for kind in barriers for g in phase_works
+        for n in ranks)]
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    """The options (``--help`` lists them); the defaults are the shipped study."""
+    parser = argparse.ArgumentParser(prog="python -m jitterlab.recipes.estimate_accuracy",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--output", type=Path, default=OUT,
+                        help="the table to append to (default data/estimate_accuracy.csv)")
+    parser.add_argument("--noise", nargs="+", choices=list(NOISE), default=list(NOISE),
+                        help="the noises (default: all)")
+    parser.add_argument("--barrier", nargs="+", choices=list(BARRIERS),
+                        default=list(BARRIERS), help="the barriers (default: both)")
+    parser.add_argument("--ranks", nargs="+", type=int, default=list(RANKS),
+                        help="the numbers of ranks (default 32 128 512 2048)")
+    parser.add_argument("--phase-work", nargs="+", type=float, default=list(PHASE_WORK),
+                        help="work of one phase over all ranks [s] (default 0.032 0.32)")
+    parser.add_argument("--phases", type=int, default=None,
+                        help="phases of every run (default 10 000 with the ideal barrier, "
+                        "1 000 with the tree)")
+    args = parser.parse_args(argv)
+    for name in ("ranks", "phase_work"):
+        bad = [v for v in getattr(args, name) if not v > 0]
+        if bad:
+            parser.error(f"--{name.replace('_', '-')} must be positive, got {bad}")
+    if args.phases is not None and args.phases < 1:
+        parser.error(f"--phases must be at least 1, got {args.phases}")
+    return args
+
+
+def main(argv=None) -> int:
+    """Run the grid's runs that are not in the table yet, appending a row per run.
+
+    Returns
+    -------
+    int
+        0.
+    """
+    args = parse_args(argv)
+    with np.errstate(all="ignore"):
+        done = done_keys(args.output)
+        for seed, name, kind, n, phase_work in grid(args.noise, args.barrier, args.phase_work,
+                                                    args.ranks):
+            if (name, kind, n, phase_work) in done:
+                continue
+            barrier, phases = BARRIERS[kind]
+            phases = phases if args.phases is None else args.phases
+            began = time.perf_counter()
+            result = jl.estimate.against_simulation(noise_trace(name), n, phase_work / n, phases,
+                                                    barrier=barrier, rng=seed)
+            row = {"noise": name, "barrier_kind": kind, "phase_work": phase_work, "seed": seed,
+                   "seconds": round(time.perf_counter() - began, 2), **result}
+            append_csv_row(args.output, row, FIELDS)
+            print(f"{name:14s} {kind:5s} N={n:5d} w={phase_work / n * 1e6:8.1f} us "
+                  f"error {result['error']:+.2e} opaque {result['opaque_error']:+.3%} "
+                  f"({row['seconds']} s)", flush=True)
     return 0
 
 
 if __name__ == "__main__":
-    np.seterr(all="ignore")
     sys.exit(main())

@@ -22,7 +22,7 @@ arm, file, start and end [UTC], 1-minute load before and after, the CPU time of 
 processes and of every other process during the run [s], the command). Run it from the
 repository root at normal priority under the team's measurement lock::
 
-    /work/team/quiet.sh .venv/bin/python data/interleaved_06_07.py record RAW \\
+    /work/team/quiet.sh .venv/bin/python -m jitterlab.recipes.interleaved_06_07 record RAW \\
         --experiment setups --batch 1 [--sysjitter /work/ext/sysjitter/sysjitter \\
         --shim /work/ext/interleaved_06_07/mincore_shim.so]
 
@@ -32,6 +32,9 @@ variable of every run; the per-run attributes are columns of ``runs.csv``), each
 recording as a jitterlab trace (``tools_b<batch>_<position>_<arm>.parquet``, sysjitter's raw
 file read with ``jl.read_trace(raw, buffer=helper_output)``, its page-first rows in the
 trace's attrs), and ``runs.csv``.
+
+Until 2026-11-26 this program was the script ``data/interleaved_06_07.py`` (same
+arguments), the name ``data/interleaved_06_07.md`` and the packed files record.
 """
 
 from __future__ import annotations
@@ -41,16 +44,16 @@ import os
 import shlex
 import shutil
 import subprocess
-import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from run_ross_phold import append_row, busy_cpu_seconds, children_cpu_seconds  # noqa: E402
+from jitterlab.datasets import DATA_DIR
 
-VENV_BIN = HERE.parent / ".venv" / "bin"
+from .run_ross_phold import append_row, busy_cpu_seconds, children_cpu_seconds
+
+#: the project's virtual environment, whose ``jitterlab`` and ``mpiexec`` the runs use
+VENV_BIN = DATA_DIR.parent / ".venv" / "bin"
 PB = ["mpiexec", "-n", "2", "jitterlab", "measure", "pb", "--no-progress"]
 
 #: experiment → arms (in the order of the first half of a batch) and each arm's options
@@ -62,13 +65,26 @@ EXPERIMENTS = {
 }
 #: how many times a batch runs its mirrored order
 REPEATS = {"setups": 1, "quanta": 1, "tools": 2}
+#: columns of ``runs.csv``
 COLUMNS = ["experiment", "batch", "position", "arm", "file", "start_utc", "end_utc",
            "load_before", "load_after", "run_cpu_s", "other_cpu_s", "wall_s", "command"]
+#: length of each run of an experiment [s]
 SECONDS = {"setups": 15, "quanta": 15, "tools": 10}
 
 
 def batch_order(experiment: str) -> list[str]:
-    """The arms of one batch: the mirrored order (A B .. B A), repeated."""
+    """The arms of one batch: the mirrored order (A B .. B A), repeated.
+
+    Parameters
+    ----------
+    experiment : str
+        A key of :data:`EXPERIMENTS`.
+
+    Returns
+    -------
+    list of str
+        The arms in the order they run.
+    """
     arms = list(EXPERIMENTS[experiment])
     return (arms + arms[::-1]) * REPEATS[experiment]
 
@@ -80,7 +96,10 @@ def load_average() -> float:
 
 
 def command_of(experiment: str, arm: str, output: Path, args) -> tuple[list[str], dict, Path]:
-    """The command line of one run, its extra environment and its stderr file."""
+    """The command line of one run, its extra environment and its stderr file.
+
+    ``args`` holds ``seconds`` (None: :data:`SECONDS`), ``sysjitter`` and ``shim``.
+    """
     seconds = f"{args.seconds or SECONDS[experiment]:g}"
     stderr = output.with_suffix(".stderr.txt")
     if experiment == "tools" and arm == "sysjitter":
@@ -146,14 +165,14 @@ def pack(args) -> None:
             continue
         parts = []
         for name in rows["file"]:
-            ds = jl.bench.read_pb(raw / name).copy()
+            ds = jl.measure.read_pb(raw / name).copy()
             ds.attrs = {}
             ds = ds.assign_coords(sample=np.arange(ds.sizes["sample"]))  # padded with NaN
             parts.append(ds)
         packed = xr.concat(parts, dim=pd.Index(list(rows["file"]), name="run"),
                            join="outer", combine_attrs="drop")
-        packed.attrs = {"source": "data/interleaved_06_07.py pack; per-run attributes in "
-                                  "runs.csv and in the scratch files"}
+        packed.attrs = {"source": "python -m jitterlab.recipes.interleaved_06_07 pack; "
+                                  "per-run attributes in runs.csv and in the scratch files"}
         encoding = {v: {"zlib": True, "complevel": 9} for v in packed.data_vars}
         packed.to_netcdf(out / f"{experiment}.nc", encoding=encoding)
     for _, row in runs[runs["experiment"] == "tools"].iterrows():
@@ -168,19 +187,24 @@ def pack(args) -> None:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    """``record`` one batch or ``pack`` the raw folder (``--help`` of each says how)."""
+    parser = argparse.ArgumentParser(prog="python -m jitterlab.recipes.interleaved_06_07",
+                                     description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     rec = commands.add_parser("record", help="record one batch")
     rec.add_argument("raw", help="scratch folder outside the project")
-    rec.add_argument("--experiment", choices=sorted(EXPERIMENTS), required=True)
-    rec.add_argument("--batch", type=int, required=True)
-    rec.add_argument("--sysjitter", default="/work/ext/sysjitter/sysjitter")
-    rec.add_argument("--shim", default="/work/ext/interleaved_06_07/mincore_shim.so")
+    rec.add_argument("--experiment", choices=sorted(EXPERIMENTS), required=True,
+                     help="which comparison: its arms run in the mirrored order")
+    rec.add_argument("--batch", type=int, required=True, help="number of the batch")
+    rec.add_argument("--sysjitter", default="/work/ext/sysjitter/sysjitter",
+                     help="the sysjitter binary (experiment tools)")
+    rec.add_argument("--shim", default="/work/ext/interleaved_06_07/mincore_shim.so",
+                     help="the mincore helper preloaded into sysjitter")
     rec.add_argument("--seconds", type=float, default=None,
                      help="length of each run [s] (default: the declared one; for tests)")
     packer = commands.add_parser("pack", help="write the notebooks' files")
-    packer.add_argument("raw")
-    packer.add_argument("out")
+    packer.add_argument("raw", help="the scratch folder of record")
+    packer.add_argument("out", help="the folder the notebooks read (data/interleaved_06_07)")
     args = parser.parse_args(argv)
     (record if args.command == "record" else pack)(args)
 

@@ -27,9 +27,10 @@ LogGOPSim draws each rank's offset into the trace from a generator seeded with t
 clock's second, so each noisy run starts in a new second.
 
 Run from the repository root:
-``python data/loggopsim_estimate_accuracy.py [--loggopsim DIR] [--runs R]``
+``python -m jitterlab.recipes.loggopsim_estimate_accuracy [--loggopsim DIR] [--runs R]``
 (DIR holds the ``LogGOPSim`` and ``txt2bin`` binaries). Rows are appended as they are
-done; a second run completes the missing cases.
+done; a second run completes the missing cases. Until 2026-11-26 this program was the
+script ``data/loggopsim_estimate_accuracy.py`` (same options).
 """
 
 from __future__ import annotations
@@ -45,15 +46,19 @@ import time
 from pathlib import Path
 
 import jitterlab as jl
+from jitterlab.datasets import DATA_DIR
 
-HERE = Path(__file__).resolve().parent
-OUT = HERE / "loggopsim_estimate_accuracy.csv"
-DEVREF = HERE.parent / "tests" / "data" / "devref.trc.gz"
+#: the table this program writes, and the noise trace ``devref``
+OUT = DATA_DIR / "loggopsim_estimate_accuracy.csv"
+DEVREF = DATA_DIR.parent / "tests" / "data" / "devref.trc.gz"
+#: LogGP's L and o [ns]
 LATENCY_NS, OVERHEAD_NS = 5000, 1000
+#: (pattern, noise, ranks, work [ns], iterations), in the order they run
 CASES = [(pattern, noise, ranks, work, 10)  # the small cases first
          for ranks, work in ((64, 1_000_000), (256, 1_000_000), (1024, 1_000_000))
          for noise in ("devref", "100Hz_100us")
          for pattern in ("dissemination", "ring")]
+#: columns of the table
 FIELDS = ["pattern", "noise", "ranks", "work_ns", "iterations", "run", "clock_second",
           "quiet_ns", "noisy_ns", "true_cost_ns", "estimate_ns", "error",
           "trace_noise_ns", "absorbed_noise_ns", "loggopsim_noise_ns", "intervals",
@@ -63,7 +68,22 @@ PER_RANK = re.compile(r"noise per rank: ([\d,]+)")
 
 
 def goal_schedule(pattern: str, ranks: int, iterations: int, work_ns: int) -> str:
-    """The GOAL text of a schedule (see the module docstring), in program order."""
+    """The GOAL text of a schedule (see the module docstring), in program order.
+
+    Parameters
+    ----------
+    pattern : {"dissemination", "ring"}
+        The communication after each computation.
+    ranks, iterations : int
+        Number of ranks, and of computations per rank.
+    work_ns : int
+        Length of each computation [ns].
+
+    Raises
+    ------
+    ValueError
+        For an unknown pattern.
+    """
     steps = max(1, (ranks - 1).bit_length())
     lines = [f"num_ranks {ranks}", ""]
     for r in range(ranks):
@@ -123,13 +143,26 @@ def run_loggopsim(binary: Path, schedule: Path, noise: Path | None, viz: Path | 
     done = subprocess.run([str(c) for c in command], capture_output=True, text=True,
                           check=True)
     seconds = time.perf_counter() - began
-    match = FINISH.search(done.stdout)
+    return (*parse_output(done.stdout), seconds)
+
+
+def parse_output(stdout: str) -> tuple[int, int | None]:
+    """LogGOPSim's "Maximum finishing time" [ns] and the sum of its printed noise per rank
+    [ns] (None when it prints none) from its standard output.
+
+    Raises
+    ------
+    RuntimeError
+        If the output has no finishing time (LogGOPSim did not finish, or ran without
+        ``-b``).
+    """
+    match = FINISH.search(stdout)
     if match is None:
-        raise RuntimeError(f"no finishing time in LogGOPSim's output:\n{done.stdout}")
-    per_rank = PER_RANK.search(done.stdout)
+        raise RuntimeError(f"no finishing time in LogGOPSim's output:\n{stdout}")
+    per_rank = PER_RANK.search(stdout)
     injected = (sum(int(v) for v in per_rank.group(1).strip(",").split(","))
                 if per_rank else None)
-    return int(match.group(1)), injected, seconds
+    return int(match.group(1)), injected
 
 
 def check_quiet_gaps(viz: Path, goal: Path) -> None:
@@ -140,37 +173,97 @@ def check_quiet_gaps(viz: Path, goal: Path) -> None:
                            f"or a noise line; the schedule breaks the reader's rule")
 
 
-def append_row(row: dict) -> None:
-    """Append one row to the CSV table (with the header when the file is new)."""
-    new = not OUT.exists()
-    with OUT.open("a", newline="") as f:
+def evaluate_run(viz: Path, goal: Path, quiet_ns: int, noisy_ns: int,
+                 injected: int | None) -> dict:
+    """The estimate of one noisy run against its truth, from its ``-V`` timeline.
+
+    Parameters
+    ----------
+    viz, goal : pathlib.Path
+        The run's ``-V`` file and the GOAL text of its schedule.
+    quiet_ns, noisy_ns : int
+        LogGOPSim's finishing times without and with noise [ns].
+    injected : int or None
+        The noise LogGOPSim printed it injected, summed over the ranks [ns].
+
+    Returns
+    -------
+    dict
+        The columns ``true_cost_ns`` to ``intervals`` and ``read_seconds`` of a row.
+
+    Raises
+    ------
+    RuntimeError
+        If the timeline does not end at ``noisy_ns`` or does not hold the injected noise.
+    """
+    began = time.perf_counter()
+    events = jl.io.read_loggopsim_timeline(viz, goal, latency=LATENCY_NS * 1e-9)
+    ds = jl.estimate.accumulated_noise(events, sources="combined")
+    read_seconds = time.perf_counter() - began
+    if round(events.attrs["makespan"] * 1e9) != noisy_ns:
+        raise RuntimeError(f"the timeline ends at {events.attrs['makespan']} s, "
+                           f"LogGOPSim printed {noisy_ns} ns")
+    total_noise = round(float(events.noise("combined").sum()) * 1e9)
+    absorbed = round(events.attrs["absorbed_noise"] * 1e9)
+    if injected is not None and injected != total_noise + absorbed:
+        raise RuntimeError(f"the timeline holds {total_noise} + {absorbed} ns "
+                           f"of noise, LogGOPSim injected {injected} ns")
+    estimate = float(ds["run_accumulated"].sel(source="combined")) * 1e9
+    truth = noisy_ns - quiet_ns
+    return {"true_cost_ns": truth, "estimate_ns": round(estimate, 1),
+            "error": estimate / truth - 1 if truth > 0 else float("nan"),
+            "trace_noise_ns": total_noise, "absorbed_noise_ns": absorbed,
+            "loggopsim_noise_ns": "" if injected is None else injected,
+            "intervals": len(events), "read_seconds": round(read_seconds, 2),
+            "estimate": estimate}
+
+
+def append_row(row: dict, path: Path = OUT) -> None:
+    """Append one row to the CSV table ``path`` (with the header when the file is new)."""
+    new = not path.exists()
+    with path.open("a", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=FIELDS)
         if new:
             writer.writeheader()
         writer.writerow(row)
 
 
-def done_runs() -> set:
-    if not OUT.exists():
+def done_runs(path: Path = OUT) -> set:
+    """(pattern, noise, ranks, work [ns], run) of every row of the table ``path``."""
+    if not path.exists():
         return set()
-    with OUT.open() as f:
+    with path.open() as f:
         return {(r["pattern"], r["noise"], int(r["ranks"]), int(r["work_ns"]), int(r["run"]))
                 for r in csv.DictReader(f)}
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    """Run every case of :data:`CASES` ``--runs`` times (those not in the table yet).
+
+    Returns
+    -------
+    int
+        0, or 1 when LogGOPSim is not built in ``--loggopsim``.
+    """
+    parser = argparse.ArgumentParser(
+        prog="python -m jitterlab.recipes.loggopsim_estimate_accuracy",
+        description=__doc__.splitlines()[0])
     parser.add_argument("--loggopsim", type=Path,
                         default=Path("/work/ext/loggopsim/src_tree/src/LogGOPSim"),
                         help="folder of the LogGOPSim and txt2bin binaries")
     parser.add_argument("--runs", type=int, default=5, help="noisy runs per case")
+    parser.add_argument("--output", type=Path, default=OUT,
+                        help="the table to append to (default data/loggopsim_estimate_"
+                        "accuracy.csv)")
     args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error(f"--runs must be at least 1, got {args.runs}")
     simulator, converter = args.loggopsim / "LogGOPSim", args.loggopsim / "txt2bin"
     if not simulator.is_file() or not converter.is_file():
         print(f"LogGOPSim is not built in {args.loggopsim}; see data/"
               f"loggopsim_estimate_accuracy.md for how it was built")
         return 1
-    done = done_runs()
+    done = done_runs(args.output)
     with tempfile.TemporaryDirectory(prefix="jl-loggopsim-") as tmp:
         folder = Path(tmp)
         noises = {name: noise_file(name, folder) for name in ("devref", "100Hz_100us")}
@@ -196,31 +289,13 @@ def main(argv=None) -> int:
                 noisy, injected, sim_seconds = run_loggopsim(simulator, schedule,
                                                              noises[noise], viz)
                 second = int(time.time())
-                began = time.perf_counter()
-                events = jl.io.read_loggopsim_timeline(viz, goal, latency=LATENCY_NS * 1e-9)
-                ds = jl.estimate.accumulated_noise(events, sources="combined")
-                read_seconds = time.perf_counter() - began
-                if round(events.attrs["makespan"] * 1e9) != noisy:
-                    raise RuntimeError(f"the timeline ends at {events.attrs['makespan']} s, "
-                                       f"LogGOPSim printed {noisy} ns")
-                total_noise = round(float(events.noise("combined").sum()) * 1e9)
-                absorbed = round(events.attrs["absorbed_noise"] * 1e9)
-                if injected is not None and injected != total_noise + absorbed:
-                    raise RuntimeError(f"the timeline holds {total_noise} + {absorbed} ns "
-                                       f"of noise, LogGOPSim injected {injected} ns")
-                estimate = float(ds["run_accumulated"].sel(source="combined")) * 1e9
-                truth = noisy - quiet
+                result = evaluate_run(viz, goal, quiet, noisy, injected)
+                estimate, truth = result.pop("estimate"), result["true_cost_ns"]
                 row = {"pattern": pattern, "noise": noise, "ranks": ranks, "work_ns": work_ns,
                        "iterations": iterations, "run": k, "clock_second": clock_second,
-                       "quiet_ns": quiet, "noisy_ns": noisy, "true_cost_ns": truth,
-                       "estimate_ns": round(estimate, 1),
-                       "error": estimate / truth - 1 if truth > 0 else float("nan"),
-                       "trace_noise_ns": total_noise, "absorbed_noise_ns": absorbed,
-                       "loggopsim_noise_ns": "" if injected is None else injected,
-                       "intervals": len(events),
-                       "loggopsim_seconds": round(sim_seconds, 2),
-                       "read_seconds": round(read_seconds, 2)}
-                append_row(row)
+                       "quiet_ns": quiet, "noisy_ns": noisy, **result,
+                       "loggopsim_seconds": round(sim_seconds, 2)}
+                append_row({field: row[field] for field in FIELDS}, args.output)
                 print(f"{pattern:13s} {noise:11s} N={ranks:5d} w={work_ns / 1e3:6.0f} us "
                       f"run {k}: truth {truth:8d} ns estimate {estimate:10.1f} ns "
                       f"error {row['error']:+.3%}", flush=True)

@@ -41,10 +41,12 @@ rank order), ``noisy.csv`` (one row per noisy run) and the noise traces ``*.trc.
 
 Run from the repository root::
 
-    python data/make_goal_references.py [--loggopsim DIR] [--allhosts DIR]
+    python -m jitterlab.recipes.make_goal_references [--loggopsim DIR] [--allhosts DIR]
         [--schedgen2 DIR] [--runs R] [--only PATTERN]
 
 Rows already in ``results.csv.gz`` / ``noisy.csv`` are kept; a rerun completes the rest.
+Until 2026-11-26 this program was the script ``data/make_goal_references.py`` (same
+options), the name ``tests/data/goal/PROVENANCE.md`` records.
 """
 
 from __future__ import annotations
@@ -61,9 +63,14 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-OUT = HERE.parent / "tests" / "data" / "goal"
+from jitterlab.datasets import DATA_DIR
+
+#: the folder this program writes, the test data beside ``data/``
+TESTS_DATA = DATA_DIR.parent / "tests" / "data"
+OUT = TESTS_DATA / "goal"
+#: where LogGOPSim and its allhosts build are, outside the project
 EXT = Path("/work/ext/loggopsim")
+#: the largest schedule shipped as a file [operations]; larger ones are regenerated
 SHIP_MAX_OPERATIONS = 40_000
 
 #: LogGOPS parameter sets [ns, ns, ns, ns per byte, ns per byte, bytes]
@@ -72,10 +79,12 @@ PARAMETERS = {
     "B": dict(L=5000, o=200, g=3000, G=1, O=2, S=16384),  # gap-bound, O above G
     "C": dict(L=1000, o=800, g=100, G=25, O=10, S=256),  # bandwidth-bound, small S
 }
+#: ranks of the O(ranks log ranks) schedules, and of those that grow as ranks²
 SMALL_SCALES = (16, 64, 256, 1024, 4096)
 QUADRATIC_SCALES = (16, 64, 256, 1024)
 COMPUTE_NS = 2000  # the computation before each send of the all-to-all with compute
 
+#: columns of cases.csv, results.csv.gz and noisy.csv
 CASE_FIELDS = ["case", "generator", "collective", "pattern", "ranks", "message_bytes",
                "datasize", "compute_ns", "operations", "dependencies", "canonical_sha256",
                "file", "schedgen2_arguments"]
@@ -83,6 +92,7 @@ RESULT_FIELDS = ["case", "parameters", "L", "o", "g", "G", "O", "S", "makespan_n
                  "rank_end_ns"]
 NOISY_FIELDS = ["case", "trace", "cosched", "parameters", "run", "clock_second",
                 "makespan_ns", "rank_end_ns", "noise_per_rank_ns"]
+#: LogGOPSim's per-rank end, finishing time and injected noise per rank
 HOST = re.compile(r"^Host (\d+): (\d+)$", re.MULTILINE)
 FINISH = re.compile(r"Maximum finishing time at host \d+: (\d+)")
 NOISE = re.compile(r"noise per rank: ([\d,]*)")
@@ -174,6 +184,7 @@ def canonical_text(goal: str) -> tuple[str, int, int]:
 
 
 def run(command: list, **kwargs) -> str:
+    """The standard output of ``command``; RuntimeError with its output if it fails."""
     done = subprocess.run([str(c) for c in command], capture_output=True, text=True,
                           **kwargs)
     if done.returncode != 0:
@@ -183,6 +194,7 @@ def run(command: list, **kwargs) -> str:
 
 
 def loggopsim_command(binary: Path, schedule: Path, values: dict) -> list:
+    """LogGOPSim's command for ``schedule`` (binary) under the parameter set ``values``."""
     return [binary, "-f", schedule, *[x for k in "LogGOS" for x in (f"-{k}", values[k])]]
 
 
@@ -207,6 +219,7 @@ def noiseless_run(original: Path, allhosts: Path, schedule: Path, ranks: int,
 
 
 def read_rows(path: Path) -> list[dict]:
+    """The rows of a CSV (gzip if the name ends in .gz); none if it does not exist."""
     if not path.exists():
         return []
     opener = gzip.open if path.suffix == ".gz" else open
@@ -229,6 +242,7 @@ def write_rows(path: Path, fields: list[str], rows: list[dict]) -> None:
 
 
 def write_gzip(path: Path, text: str) -> None:
+    """Write ``text`` gzip-compressed without a timestamp (the same bytes every time)."""
     path.write_bytes(gzip.compress(text.encode(), compresslevel=9, mtime=0))
 
 
@@ -236,7 +250,7 @@ def noise_traces(folder: Path) -> dict[str, Path]:
     """The noise traces, written by jitterlab (shipped gzip-compressed, run uncompressed)."""
     import jitterlab as jl
 
-    devref = jl.io.loggopsim.read(HERE.parent / "tests" / "data" / "devref.trc.gz")
+    devref = jl.io.loggopsim.read(TESTS_DATA / "devref.trc.gz")
     count = 3000  # 30 s
     traces = {"100Hz_100us": jl.Trace(jitter=[100e-6] * count, gap=[9.9e-3] * count,
                                       source="100 us every 10 ms"),
@@ -257,7 +271,15 @@ NOISY = [("allreduce_recdoub_compute_64_8b", "100Hz_100us", False, "A"),
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    """Make the references that are missing (see the module docstring).
+
+    Returns
+    -------
+    int
+        0, or 1 when a LogGOPSim build or Schedgen2 is missing.
+    """
+    parser = argparse.ArgumentParser(prog="python -m jitterlab.recipes.make_goal_references",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--loggopsim", type=Path, default=EXT / "src_tree/src/LogGOPSim",
                         help="folder of the LogGOPSim and txt2bin binaries")
     parser.add_argument("--allhosts", type=Path, default=EXT / "allhosts",
@@ -268,6 +290,8 @@ def main(argv=None) -> int:
     parser.add_argument("--only", default="", help="only cases whose name contains this")
     parser.add_argument("--no-noisy", action="store_true", help="skip the noisy set")
     args = parser.parse_args(argv)
+    if args.runs < 0:
+        parser.error(f"--runs must be at least 0, got {args.runs}")
     original, converter = args.loggopsim / "LogGOPSim", args.loggopsim / "txt2bin"
     allhosts = args.allhosts / "LogGOPSim"
     for needed in (original, converter, allhosts, args.schedgen2 / "schedgen.py"):

@@ -18,13 +18,13 @@ so that the slow drifts of a shared machine fall on both arms alike:
 ``recording``
     The same program (pinned, no injection) without (``plain``) and with
     (``kernel_events``) jitterlab's kernel-event recording running: one private tracefs
-    instance per CPU (:func:`jitterlab.bench.trace_instance`, the events of
-    :data:`jitterlab.bench.tracefs.NOISE_EVENTS`: timer ticks, device interrupts, softirqs,
+    instance per CPU (:func:`jitterlab.measure.trace_instance`, the events of
+    :data:`jitterlab.measure.tracefs.NOISE_EVENTS`: timer ticks, device interrupts, softirqs,
     context switches, hrtimers — the operating-system view KTAU records in seed 003),
     started before the launch and read after it. The cost of recording is the difference
     of the two times; seed 003 measured 0.97 % for its tracing of NPB LU.
 
-Every run writes its netCDF file (``jitterlab.bench.read_bsp``) into the output directory
+Every run writes its netCDF file (``jitterlab.measure.read_bsp``) into the output directory
 and appends one row to ``runs.csv`` there (:data:`COLUMNS`): experiment, pair, arm, file,
 start, the time in phases and the launch's wall time, the 1-minute load before and after,
 the CPU time of the run's process tree and of every other process during the run (busy
@@ -32,12 +32,16 @@ time of all CPUs from ``/proc/stat`` minus the run's), and for the recording arm
 number of kernel events recorded and lost. Run it from the repository root at normal
 priority under the team's measurement lock, one experiment per call::
 
-    flock /work/team/measure.lock .venv/bin/python data/mpi_interleaved.py \\
+    flock /work/team/measure.lock .venv/bin/python -m jitterlab.recipes.mpi_interleaved \\
         data/mpi_interleaved --experiment injection --pairs 8
 
 The kernel-event recording needs root and tracefs. ``--worker`` is the per-rank entry
 point that the driver launches under ``mpiexec``; ``--recorder CPU SECONDS`` the
 kernel-event recorder of one CPU.
+
+Until 2026-11-26 this program was the script ``data/mpi_interleaved.py`` (same options),
+the name in the commands that ``data/mpi_interleaved/runs.csv`` and the runs' files
+record.
 """
 
 from __future__ import annotations
@@ -53,9 +57,10 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from run_ross_phold import append_row, busy_cpu_seconds, children_cpu_seconds  # noqa: E402
+from .run_ross_phold import append_row, busy_cpu_seconds, children_cpu_seconds
+
+#: how the program is run (``python -m`` and this module), under ``mpiexec`` too
+MODULE = "jitterlab.recipes.mpi_interleaved"
 
 #: experiment → its two arms, in the order they run within a pair
 EXPERIMENTS = {"injection": ("clean", "injected"), "pinning": ("pinned", "unpinned"),
@@ -63,6 +68,7 @@ EXPERIMENTS = {"injection": ("clean", "injected"), "pinning": ("pinned", "unpinn
 PHASES = 1000  # phases of one run [-]
 WORK = 1e-3  # undisturbed busy-loop time of one compute interval [s]
 INJECT_PERIOD, INJECT_DURATION = 10e-3, 500e-6  # the injector: 500 µs every 10 ms [s]
+#: columns of ``runs.csv``
 COLUMNS = ("experiment", "pair", "arm", "file", "started_at", "time_in_phases_s", "wall_s",
            "run_cpu_s", "other_cpu_s", "load_before", "load_after", "kernel_events",
            "kernel_events_lost", "command")
@@ -83,7 +89,7 @@ def worker_arguments(arm: str, output: Path, seed: int,
 
 def run_worker(argv: list[str]) -> int:
     """One rank of a run: the BSP benchmark with the worker's options (under mpiexec)."""
-    parser = argparse.ArgumentParser(prog="mpi_interleaved.py --worker")
+    parser = argparse.ArgumentParser(prog=f"python -m {MODULE} --worker")
     parser.add_argument("--worker", type=Path, required=True, help="output .nc")
     parser.add_argument("--seed", type=int, default=0, help="the injector's seed")
     parser.add_argument("--inject", action="store_true", help="inject 500 µs every 10 ms")
@@ -97,10 +103,10 @@ def run_worker(argv: list[str]) -> int:
 
     inject = {"inject_period": INJECT_PERIOD, "inject_duration": INJECT_DURATION} \
         if args.inject else {}
-    jl.bench.bsp_benchmark(PHASES, WORK, args.worker, poll=True, pin=not args.no_pin,
-                           inject_seed=args.seed, progress=False, overwrite=True,
-                           command=shlex.join(["data/mpi_interleaved.py", *sys.argv[1:]]),
-                           **inject)
+    jl.measure.bsp_benchmark(PHASES, WORK, args.worker, poll=True, pin=not args.no_pin,
+                             inject_seed=args.seed, progress=False, overwrite=True,
+                             command=shlex.join(["python", "-m", MODULE, *sys.argv[1:]]),
+                             **inject)
     return 0
 
 
@@ -110,7 +116,7 @@ def run_recorder(cpu: int, duration: float) -> int:
     Prints ``ready`` once recording runs, then, at the end, the number of events recorded
     and the number lost (one tracefs instance per process, so one process per CPU).
     """
-    from jitterlab.bench import trace_instance
+    from jitterlab.measure import trace_instance
 
     with trace_instance(cpu=cpu, duration=duration) as instance:
         print("ready", flush=True)
@@ -133,7 +139,7 @@ def kernel_recording(record: bool, cpus=(0, 1), duration: float = 60.0):
     if not record:
         yield result
         return
-    recorders = [subprocess.Popen([sys.executable, str(Path(__file__).resolve()),
+    recorders = [subprocess.Popen([sys.executable, "-m", MODULE,
                                    "--recorder", str(cpu), str(duration)],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
                  for cpu in cpus]
@@ -170,7 +176,7 @@ def run_once(experiment: str, pair: int, arm: str, out_dir: Path, mpiexec: Path,
     output = out_dir / name
     if output.exists():
         raise FileExistsError(f"{output} exists: give another directory or another --first-pair")
-    command = [str(mpiexec), "-n", "2", sys.executable, str(Path(__file__).resolve()),
+    command = [str(mpiexec), "-n", "2", sys.executable, "-m", MODULE,
                *worker_arguments(arm, output, pair, autogroup_nice)]
     load_before = os.getloadavg()[0]
     started_at = datetime.now(UTC)
@@ -184,7 +190,7 @@ def run_once(experiment: str, pair: int, arm: str, out_dir: Path, mpiexec: Path,
     if completed.returncode != 0:
         raise RuntimeError(f"{name}: mpiexec exited with {completed.returncode}: "
                            f"{completed.stderr[-2000:]}")
-    events = jl.bench.read_bsp(output)
+    events = jl.measure.read_bsp(output)
     return {"experiment": experiment, "pair": pair, "arm": arm, "file": name,
             "started_at": started_at.isoformat(timespec="seconds"),
             "time_in_phases_s": f"{events.attrs['measured_duration']:.6f}",
@@ -192,18 +198,27 @@ def run_once(experiment: str, pair: int, arm: str, out_dir: Path, mpiexec: Path,
             "other_cpu_s": f"{other:.2f}", "load_before": f"{load_before:.2f}",
             "load_after": f"{os.getloadavg()[0]:.2f}", "kernel_events": recorded["events"],
             "kernel_events_lost": recorded["lost"],
-            "command": shlex.join(["mpiexec", "-n", "2", "python", "data/mpi_interleaved.py",
+            "command": shlex.join(["mpiexec", "-n", "2", "python", "-m", MODULE,
                                    *worker_arguments(arm, Path(name), pair,
                                                      autogroup_nice)])}
 
 
 def main(argv=None) -> int:
+    """Run ``--pairs`` pairs of one experiment (or, with ``--worker`` / ``--recorder``, one
+    rank of a run / one CPU's kernel-event recorder).
+
+    Returns
+    -------
+    int
+        0 (a failed run raises RuntimeError with mpiexec's message).
+    """
     argv = sys.argv[1:] if argv is None else argv
     if "--worker" in argv:
         return run_worker(argv)
     if argv[:1] == ["--recorder"]:
         return run_recorder(int(argv[1]), float(argv[2]))
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {MODULE}",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("out_dir", type=Path, help="directory of the runs and runs.csv")
     parser.add_argument("--experiment", choices=list(EXPERIMENTS), required=True)
     parser.add_argument("--pairs", type=int, default=8, help="pairs of runs (default 8)")

@@ -1,10 +1,9 @@
-#!/usr/bin/env python
 """Record the noise of CPU 1 with its kernel causes, alone and beside a second "rank",
 pinned and unpinned (issue #22, notebook 14; seed 003's pinning experiment as an analogue).
 
 Nataraj et al. (seed 003, SC07) found the preemption of unpinned MPI ranks ("schedule") to be
 a large source of noise and pinning the ranks to processors to take it away. The analogue here,
-on a 2-vCPU machine: the measured loop (``jitterlab.bench.detour`` with ``kernel_events=True``:
+on a 2-vCPU machine: the measured loop (``jitterlab.measure.detour`` with ``kernel_events=True``:
 busy loop pinned to CPU 1, its detours joined with the kernel events of CPU 1 recorded in a
 private tracefs instance, ``trace_clock`` x86-tsc) runs in three arms:
 
@@ -17,18 +16,20 @@ private tracefs instance, ``trace_clock`` x86-tsc) runs in three arms:
 
 The arms run in turn, pair after pair (alone, pinned, unpinned, then the reverse order in the
 next pair), so a drift of the machine's load spreads over all three. Every run is stored as the
-chunk store of ``jitterlab.bench.detour`` (detours and the kernel events of each chunk) in
+chunk store of ``jitterlab.measure.detour`` (detours and the kernel events of each chunk) in
 ``OUTDIR/<arm>_<pair>``; ``OUTDIR/runs.csv`` lists the runs with the 1-minute load average
-before and after each. :func:`jitterlab.attribution.attribute_recording` reads a run back as
+before and after each. :func:`jitterlab.compare.attribution.attribute_recording` reads a run back as
 the attribution table.
 
 Usage (as root, from the repository root, under the team's measurement lock)::
 
-    flock /work/team/measure.lock .venv/bin/python data/record_causes_pinning.py \\
+    flock /work/team/measure.lock .venv/bin/python -m jitterlab.recipes.record_causes_pinning \\
         data/causes_pinning --pairs 3 --seconds 3 --dutyhog /tmp/dutyhog
 
 ``--first-pair K`` adds pairs K, K+1, ... to an existing ``OUTDIR`` (a second session).
 ``--dutyhog`` is ``data/dutyhog.c`` built with ``gcc -O2 -o /tmp/dutyhog data/dutyhog.c``.
+Until 2026-11-26 this program was the script ``data/record_causes_pinning.py`` (same
+options).
 """
 
 from __future__ import annotations
@@ -43,13 +44,45 @@ from pathlib import Path
 
 import jitterlab as jl
 
+#: the arms, in the order of even pairs
 ARMS = ("alone", "pinned", "unpinned")
 #: CPUs the second rank may use in each arm (None: no second rank)
 SECOND_RANK_CPUS = {"alone": None, "pinned": "0", "unpinned": "0,1"}
 
 
+def arm_order(pair: int) -> tuple[str, ...]:
+    """The arms of ``pair`` in the order they run: :data:`ARMS` in even pairs, reversed in
+    odd ones."""
+    return ARMS if pair % 2 == 0 else ARMS[::-1]
+
+
 def record(outdir: Path, pairs: int, seconds: float, dutyhog: str, busy_us: int,
            period_us: int, threshold: float, first_pair: int = 0) -> None:
+    """Record ``pairs`` pairs of the three arms into ``outdir`` and list them in its
+    ``runs.csv``.
+
+    Parameters
+    ----------
+    outdir : pathlib.Path
+        The folder of the runs (new unless ``first_pair`` > 0).
+    pairs : int
+        Number of pairs; each runs every arm once.
+    seconds : float
+        Length of each run [s].
+    dutyhog : str
+        The built ``data/dutyhog.c``.
+    busy_us, period_us : int
+        The second rank spins ``busy_us`` of every ``period_us`` [µs].
+    threshold : float
+        Detour threshold [s].
+    first_pair : int
+        Number of the first pair; > 0 adds pairs to an existing recording.
+
+    Raises
+    ------
+    SystemExit
+        If ``first_pair`` > 0 and there is no recording to add to, or 0 and there is one.
+    """
     outdir.mkdir(parents=True, exist_ok=first_pair > 0)
     listing = outdir / "runs.csv"
     if (first_pair > 0) != listing.exists():
@@ -57,8 +90,7 @@ def record(outdir: Path, pairs: int, seconds: float, dutyhog: str, busy_us: int,
                          "(and only then)")
     rows = []
     for pair in range(first_pair, first_pair + pairs):
-        order = ARMS if pair % 2 == 0 else ARMS[::-1]
-        for arm in order:
+        for arm in arm_order(pair):
             load_before = os.getloadavg()[0]
             second = None
             if SECOND_RANK_CPUS[arm] is not None:
@@ -67,7 +99,7 @@ def record(outdir: Path, pairs: int, seconds: float, dutyhog: str, busy_us: int,
                 time.sleep(0.2)  # let it start before the loop does
             started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
             try:
-                jl.bench.detour(seconds, cpu=1, threshold=threshold,
+                jl.measure.detour(seconds, cpu=1, threshold=threshold,
                                 output=outdir / f"{arm}_{pair}", progress=False,
                                 kernel_events=True)
             finally:
@@ -89,17 +121,29 @@ def record(outdir: Path, pairs: int, seconds: float, dutyhog: str, busy_us: int,
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("outdir", type=Path)
-    parser.add_argument("--pairs", type=int, default=3)
-    parser.add_argument("--seconds", type=float, default=3.0)
+    """Parse the options and :func:`record` (``--help`` lists the options)."""
+    parser = argparse.ArgumentParser(prog="python -m jitterlab.recipes.record_causes_pinning",
+                                     description=" ".join(__doc__.split("\n\n")[0].split()))
+    parser.add_argument("outdir", type=Path, help="folder of the runs and runs.csv")
+    parser.add_argument("--pairs", type=int, default=3, help="pairs of runs (default 3)")
+    parser.add_argument("--seconds", type=float, default=3.0,
+                        help="length of each run [s] (default 3)")
     parser.add_argument("--dutyhog", required=True, help="the built data/dutyhog.c")
-    parser.add_argument("--busy-us", type=int, default=2000)
-    parser.add_argument("--period-us", type=int, default=2500)
-    parser.add_argument("--threshold-ns", type=float, default=300.0)
+    parser.add_argument("--busy-us", type=int, default=2000,
+                        help="the second rank spins this long [µs] (default 2000) ...")
+    parser.add_argument("--period-us", type=int, default=2500,
+                        help="... of every period [µs] (default 2500)")
+    parser.add_argument("--threshold-ns", type=float, default=300.0,
+                        help="detour threshold [ns] (default 300)")
     parser.add_argument("--first-pair", type=int, default=0,
                         help="number of the first pair; > 0 adds pairs to OUTDIR/runs.csv")
     args = parser.parse_args(argv)
+    if args.pairs < 1 or not args.seconds > 0 or args.first_pair < 0:
+        parser.error(f"--pairs must be at least 1, --seconds positive and --first-pair at "
+                     f"least 0; got {args.pairs}, {args.seconds}, {args.first_pair}")
+    if not 0 < args.busy_us <= args.period_us:
+        parser.error(f"--busy-us must be positive and at most --period-us; got "
+                     f"{args.busy_us} and {args.period_us}")
     record(args.outdir, args.pairs, args.seconds, args.dutyhog, args.busy_us,
            args.period_us, args.threshold_ns * 1e-9, args.first_pair)
 

@@ -31,16 +31,20 @@ injector is compiled with ``gcc -O2`` if it is missing.
 
 Run with the project's Python, e.g. (the shipped table: 5 repeats)::
 
-    .venv/bin/python data/run_ross_phold.py /tmp/ross-runs/runs.csv --reps 5
+    .venv/bin/python -m jitterlab.recipes.run_ross_phold /tmp/ross-runs/runs.csv --reps 5
 
 and a quick check of two configurations::
 
-    .venv/bin/python data/run_ross_phold.py /tmp/check.csv --reps 1 --only seq opt2_r10
+    .venv/bin/python -m jitterlab.recipes.run_ross_phold /tmp/check.csv --reps 1 \\
+        --only seq opt2_r10
 
 The grid of issue #18 was appended to a copy of the shipped table (3 repeats)::
 
-    .venv/bin/python data/run_ross_phold.py runs.csv --set issue18 --reps 3 \\
+    .venv/bin/python -m jitterlab.recipes.run_ross_phold runs.csv --set issue18 --reps 3 \\
         --ross-build /work/ext/ross/build --work-dir /work/ext/ross/runs/work
+
+Until 2026-11-26 this program was the script ``data/run_ross_phold.py`` (same options),
+the name in the commands recorded in ``data/measured/PROVENANCE.md``.
 
 References
 ----------
@@ -64,10 +68,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import jitterlab as jl
+from jitterlab.datasets import DATA_DIR
 from jitterlab.io.chunks import append_csv_row
 
-HERE = Path(__file__).resolve().parent
-DUTYHOG_SOURCE = HERE / "dutyhog.c"
+#: the busy loop that injects the noise (C source, compiled by :func:`build_dutyhog`)
+DUTYHOG_SOURCE = DATA_DIR / "dutyhog.c"
 NOISE_CPU = 1  # the CPU the injected busy loop is pinned to
 NOISE_SECONDS = 600  # the injector's own time limit; it is terminated when ROSS exits
 NOISE_LEAD = 0.3  # seconds the injector runs before ROSS starts [s]
@@ -380,7 +385,15 @@ def run_once(config: Configuration, command: list[str], dutyhog: Path, work_dir:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    """Run the configurations ``--reps`` times, round robin, appending a row per run.
+
+    Returns
+    -------
+    int
+        0, or 1 if a run was not recorded (ROSS failed or printed no statistic).
+    """
+    parser = argparse.ArgumentParser(prog="python -m jitterlab.recipes.run_ross_phold",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("output", type=Path, help="CSV to append the runs to")
     parser.add_argument("--reps", type=int, default=5,
                         help="repeats: every configuration once per repeat (default 5)")
