@@ -338,14 +338,10 @@ def alltoall_linear(ranks: int, size: int, *, compute: float = 0.0,
 
     Parameters
     ----------
-    ranks : int
-        Number of ranks (>= 2).
-    size : int
-        Message size [B] (>= 1).
+    ranks, size, tag
+        As in :func:`broadcast_binomial`.
     compute : float, default 0
         Computation before each send [s] (whole nanoseconds); 0 for none.
-    tag : int, default 42
-        Schedgen2's user tag.
 
     Returns
     -------

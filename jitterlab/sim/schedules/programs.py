@@ -138,14 +138,8 @@ def round_collective(ranks: int, work: float, phases: int = 1, size: int = 1,
 
     Parameters
     ----------
-    ranks : int
-        Tasks. [-]
-    work : float
-        Compute per rank and phase. [s]
-    phases : int
-        Number of phases. [-]
-    size : int
-        Message size. [B]
+    ranks, work, phases, size
+        As in :func:`tree_barrier`.
     kind : str
         ``"dissemination"`` or ``"recursive_doubling"``.
     message : jitterlab.Message, optional
