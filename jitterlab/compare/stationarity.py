@@ -6,8 +6,9 @@ compared only if the machine did not change between them. :func:`stationarity` c
 recording into equal time windows, reports the detour rate, noise fraction and detour-size
 quantiles of each window, tests whether the rate and the size distribution are the same in
 every window (p-values that allow for short-range dependence between detours), and locates
-change points by binary segmentation. :func:`check_recordings` runs it on every
-recording shipped in ``data/measured/`` (``python -m jitterlab.compare.stationarity``).
+change points by binary segmentation.
+:func:`jitterlab.recording_checks.check_recordings` runs it on every recording shipped in
+``data/measured/`` (``python -m jitterlab.recording_checks``).
 
 The method (details in :func:`stationarity`, Notes): per window ``k`` a total ``X_k``
 (the number of detours, or the sum of the centred ranks of the detour sizes); the CUSUM
@@ -16,6 +17,9 @@ window's total, from the variation *inside* the windows (sub-windows, a Bartlett
 variance [3]_), so that a change of level between windows does not inflate it; the p-value
 from the exact null law of ``D`` for Gaussian window totals (simulated). Binary
 segmentation [4]_ splits at the CUSUM maximum while the split is significant.
+
+The CUSUM test is :mod:`~jitterlab.compare.cusum`'s, the reading of the input
+:mod:`~jitterlab.compare.stationarity_input`'s.
 
 References
 ----------
@@ -32,17 +36,18 @@ References
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 from scipy import stats
 
 from ..base.checks import check_integer, check_positive
-from ..traces.trace import Trace
+from .cusum import NULL_DRAWS as NULL_DRAWS
+from .cusum import NULL_SEED as NULL_SEED
+from .cusum import cusum_p_value, window_test
+from .stationarity_input import recording_detours
 
 __all__ = ["stationarity", "cusum_p_value", "windows_for"]
 
@@ -52,281 +57,6 @@ DEFAULT_WINDOWS = 20
 MIN_WINDOWS = 4
 #: quantile levels of the detour sizes reported per window
 SIZE_QUANTILES = (0.5, 0.9, 0.99)
-#: draws of the Gaussian random-walk bridge that give the CUSUM p-values (seeded)
-NULL_DRAWS = 50_000
-NULL_SEED = 20261125
-
-
-
-
-# --------------------------------------------------------------------------------------
-# statistics
-# --------------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=64)
-def _bridge_maxima(steps: int) -> np.ndarray:
-    """Sorted draws of max_k |Σ_{j≤k}(Z_j − Z̄)| / √steps for iid standard normal Z."""
-    rng = np.random.default_rng([NULL_SEED, steps])
-    maxima = np.empty(NULL_DRAWS)
-    chunk = max(1, 2_000_000 // steps)
-    for first in range(0, NULL_DRAWS, chunk):
-        count = min(chunk, NULL_DRAWS - first)
-        z = rng.standard_normal((count, steps))
-        walk = np.cumsum(z - z.mean(axis=1, keepdims=True), axis=1)
-        maxima[first:first + count] = np.abs(walk).max(axis=1) / math.sqrt(steps)
-    maxima.sort()
-    return maxima
-
-
-@functools.lru_cache(maxsize=64)
-def _studentized_maxima(windows: int, subwindows: int, lags: int) -> np.ndarray:
-    """Sorted draws of the CUSUM statistic D with σ estimated as :func:`stationarity`
-    does, for iid standard normal sub-window totals (K = ``windows``, m = ``subwindows``):
-    the null law of D including the estimation error of σ."""
-    rng = np.random.default_rng([NULL_SEED, windows, subwindows, lags])
-    maxima = np.empty(NULL_DRAWS)
-    chunk = max(1, 4_000_000 // (windows * subwindows))
-    for first in range(0, NULL_DRAWS, chunk):
-        count = min(chunk, NULL_DRAWS - first)
-        z = rng.standard_normal((count, windows, subwindows))
-        totals = z.sum(axis=2)
-        residuals = (z - totals[:, :, None] / subwindows).reshape(count, -1)
-        variance = subwindows * _long_run_variance(residuals, windows, lags)
-        walk = np.cumsum(totals - totals.mean(axis=1, keepdims=True), axis=1)[:, :-1]
-        maxima[first:first + count] = np.abs(walk).max(axis=1) / np.sqrt(variance * windows)
-    maxima.sort()
-    return maxima
-
-
-def _upper_tail(maxima: np.ndarray, statistic: float) -> float:
-    exceed = maxima.size - np.searchsorted(maxima, statistic, side="left")
-    return float((exceed + 1) / (maxima.size + 1))
-
-
-def cusum_p_value(statistic: float, steps: int, subwindows: int | None = None,
-                  lags: int | None = None) -> float:
-    """P(D ≥ statistic) for the CUSUM statistic ``D`` of ``steps`` iid Gaussian totals.
-
-    With ``subwindows`` and ``lags``: σ estimated from the sub-windows as
-    :func:`stationarity` does (the estimation error of σ included); without: σ known.
-    Simulated (:data:`NULL_DRAWS` draws, fixed seed); the smallest p-value it can give is
-    ``1 / (NULL_DRAWS + 1)``.
-    """
-    if subwindows is None:
-        return _upper_tail(_bridge_maxima(int(steps)), statistic)
-    return _upper_tail(_studentized_maxima(int(steps), int(subwindows), int(lags)),
-                       statistic)
-
-
-def _bartlett_weights(lags: int) -> np.ndarray:
-    return 1.0 - np.arange(lags + 1) / (lags + 1)
-
-
-def _long_run_variance(residuals: np.ndarray, groups: int, lags: int):
-    """Bartlett long-run variance of one sub-window, from residuals (last axis) centred
-    inside each of ``groups`` equal blocks, corrected for that centring.
-
-    The estimator is the quadratic form ``rᵀWr / n`` (W: Bartlett weights up to ``lags``);
-    for iid sub-window values of variance s², the centring inside blocks makes its mean
-    ``s² tr(W M) / n`` (M: the centring projection), so it is divided by ``tr(W M) / n``.
-    """
-    n = residuals.shape[-1]
-    weights = _bartlett_weights(lags)
-    value = np.sum(residuals * residuals, axis=-1) / n
-    for lag in range(1, lags + 1):
-        value = value + 2 * weights[lag] * np.sum(residuals[..., lag:] * residuals[..., :-lag],
-                                                  axis=-1) / n
-    per_block = n // groups
-    # tr(W M) / n, M = I − block means: diagonal 1 − 1/b; lag l: −1/b for each of the
-    # (b − l) pairs per block, counted twice
-    within_pairs = groups * np.maximum(per_block - np.arange(1, lags + 1), 0)
-    correction = (1 - 1 / per_block) - 2 * np.sum(weights[1:] * within_pairs) / (
-        per_block * n)
-    if correction <= 0:
-        raise ValueError(f"too few sub-windows per window ({per_block}) for {lags} lags")
-    return np.maximum(value / correction, 0.0)
-
-
-def _cusum(totals: np.ndarray, variance: float) -> tuple[float, int, np.ndarray]:
-    """CUSUM path S_k / (σ √K) after windows 1..K−1, its maximum and the window after
-    which it is reached (the split: windows [0, k] and [k+1, K))."""
-    steps = totals.size
-    path = np.cumsum(totals - totals.mean())[:-1]
-    scale = math.sqrt(variance * steps) if variance > 0 else math.inf
-    standardized = path / scale if math.isfinite(scale) else np.zeros_like(path)
-    where = int(np.argmax(np.abs(standardized)))
-    return float(abs(standardized[where])), where, standardized
-
-
-def _segment(totals: np.ndarray, variance: float, level: float, max_points: int,
-             min_windows: int, overall_p_value: float) -> list[tuple[int, float]]:
-    """Binary segmentation: split a segment at its CUSUM maximum while the split's p-value
-    is below ``level`` (most significant split first); returns (split index, p). The
-    whole series' split carries the overall test's p-value, so there are change points
-    exactly when that test rejects; shorter segments use the null law with σ known."""
-    segments = [(0, totals.size)]
-    points: list[tuple[int, float]] = []
-    while len(points) < max_points:
-        best = None
-        for first, stop in segments:
-            if stop - first < 2 * min_windows:
-                continue
-            path = np.abs(np.cumsum(totals[first:stop] - totals[first:stop].mean()))
-            admissible = np.arange(min_windows, stop - first - min_windows + 1)
-            split = first + int(admissible[np.argmax(path[admissible - 1])])
-            statistic = float(path[split - first - 1] / math.sqrt(variance * (stop - first)))
-            if (first, stop) == (0, totals.size):
-                p_value = overall_p_value
-            else:
-                p_value = cusum_p_value(statistic, stop - first)
-            if best is None or p_value < best[2]:
-                best = (first, stop, p_value, split)
-        if best is None or best[2] >= level:
-            break
-        first, stop, p_value, split = best
-        segments.remove((first, stop))
-        segments += [(first, split), (split, stop)]
-        points.append((split, p_value))
-    return sorted(points)
-
-
-def _window_test(sub_totals: np.ndarray, residuals: np.ndarray, lags: int, level: float,
-                 max_points: int, min_windows: int) -> dict:
-    """CUSUM test and change points of window totals, from (K, m) sub-window totals and
-    their residuals inside each window."""
-    windows, per_window = sub_totals.shape
-    variance = per_window * float(_long_run_variance(residuals.ravel(), windows, lags))
-    totals = sub_totals.sum(axis=1)
-    statistic, _, path = _cusum(totals, variance)
-    p_value = cusum_p_value(statistic, windows, per_window, lags) if variance > 0 else (
-        1.0 if np.ptp(totals) == 0 else 0.0)
-    points = _segment(totals, variance, level, max_points, min_windows, p_value) \
-        if variance > 0 else []
-    return {"statistic": statistic, "p_value": p_value, "path": path,
-            "variance": variance, "points": points}
-
-
-# --------------------------------------------------------------------------------------
-# input: events (times, sizes) and size units
-# --------------------------------------------------------------------------------------
-def _as_float_array(name: str, values) -> np.ndarray:
-    try:
-        array = np.asarray(values, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be numbers, got {type(values).__name__}") from None
-    if array.size and not np.all(np.isfinite(array)):
-        raise ValueError(f"{name} holds NaN or infinite values")
-    return array
-
-
-def _samples_input(data, times, variable):
-    """Values and time stamps [s] of measured times (1-D array, Empirical, DataArray or
-    Dataset with ``variable``); series (rank, sample) are placed back to back per rank."""
-    if isinstance(data, xr.Dataset):
-        if variable is None:
-            raise ValueError("a Dataset needs variable=, the name of its measured times "
-                             f"(variables: {sorted(data.data_vars)})")
-        if variable not in data:
-            raise ValueError(f"variable {variable!r} is not in the Dataset "
-                             f"(variables: {sorted(data.data_vars)})")
-        data = data[variable]
-    elif variable is not None and not isinstance(data, xr.DataArray):
-        raise ValueError("variable= applies to a Dataset only")
-    if hasattr(data, "sequence") and not isinstance(data, np.ndarray | xr.DataArray):
-        data = data.sequence
-    values = _as_float_array("data", data.values if isinstance(data, xr.DataArray) else data)
-    if values.ndim == 1:
-        values = values[None, :]
-    if values.ndim != 2:
-        raise ValueError(f"measured times must be 1-D (sample) or 2-D (series, sample), "
-                         f"got {values.ndim} dimensions")
-    if values.size == 0:
-        raise ValueError("data holds no samples")
-    if np.any(values < 0):
-        raise ValueError("measured times must be >= 0")
-    if times is None:
-        # back to back: each sample starts when the previous one ends
-        stamps = np.cumsum(values, axis=1) - values
-    else:
-        stamps = _as_float_array("times", times)
-        if stamps.ndim == 1:
-            stamps = stamps[None, :]
-        if stamps.shape != values.shape:
-            raise ValueError(f"times must have the shape of the samples {values.shape}, "
-                             f"got {stamps.shape}")
-    return values.ravel(), stamps.ravel()
-
-
-def _refuse(what: str, **arguments) -> None:
-    """ValueError naming the first of ``arguments`` that is set: it applies to measured
-    times only, not to ``what``."""
-    for name, value in arguments.items():
-        if value is not None:
-            raise ValueError(f"{name}= applies to measured times, not to {what}")
-
-
-def _detours(data, times, variable, duration, threshold, exceed_quantile):
-    """Detour start times, the sizes and their times [s], the recording's start and length
-    [s], and the threshold (None for detour input) of :func:`stationarity`'s input."""
-    if isinstance(data, Trace):
-        _refuse("a Trace", times=times, variable=variable, threshold=threshold)
-        if duration is not None:
-            raise ValueError("duration= applies to a table of detours or measured times; "
-                             "a Trace has its own duration")
-        seconds = data.to_seconds() if data.unit != "s" else data
-        event_times = np.asarray(seconds.starts, dtype=float)
-        sizes = np.asarray(seconds.jitter_seconds, dtype=float)
-        if event_times.size == 0:
-            raise ValueError("the recording holds no detours: nothing to test")
-        return event_times, sizes, event_times, 0.0, float(seconds.duration), None
-    if isinstance(data, pd.DataFrame):
-        _refuse("a table of detours", times=times, variable=variable, threshold=threshold)
-        missing = [c for c in ("start", "duration") if c not in data.columns]
-        if missing:
-            raise ValueError(f"a table of detours needs the columns 'start' and "
-                             f"'duration' [s]; it lacks {missing}")
-        event_times = _as_float_array("start", data["start"].to_numpy())
-        sizes = _as_float_array("duration", data["duration"].to_numpy())
-        if event_times.size == 0:
-            raise ValueError("the recording holds no detours: nothing to test")
-        if np.any(event_times < 0) or np.any(sizes < 0):
-            raise ValueError("detour starts and durations must be >= 0")
-        order = np.argsort(event_times, kind="stable")
-        event_times, sizes = event_times[order], sizes[order]
-        span = _duration(duration, float(np.max(event_times + sizes)),
-                         float(event_times[-1]))
-        return event_times, sizes, event_times, 0.0, span, None
-    if isinstance(data, str | bytes) or data is None:
-        raise TypeError(f"data must be a jitterlab Trace or measured times [s], got "
-                        f"{type(data).__name__}")
-    values, stamps = _samples_input(data, times, variable)
-    order = np.argsort(stamps, kind="stable")
-    values, stamps = values[order], stamps[order]
-    excess = values - values.min()
-    if threshold is None:
-        threshold = float(np.quantile(excess, exceed_quantile))
-    else:
-        threshold = check_positive("threshold", threshold, allow_zero=True)
-    event_times = stamps[excess > threshold]
-    if event_times.size == 0:
-        raise ValueError("the recording holds no detours: nothing to test")
-    start = float(stamps[0])
-    span = _duration(duration, float(np.max(stamps + values)) - start,
-                     float(stamps[-1]) - start)
-    return event_times, excess, stamps, start, span, threshold
-
-
-def _duration(duration, default: float, last: float) -> float:
-    """The recording's length: ``duration`` if given (checked against the ``last`` time
-    stamp), else ``default``; ValueError when it is not positive."""
-    if duration is not None:
-        duration = check_positive("duration", duration)
-        if duration < last:
-            raise ValueError(f"duration={duration!r} s ends before the last detour or "
-                             f"sample ({last!r} s)")
-        default = duration
-    if not default > 0:
-        raise ValueError("the recording has zero duration")
-    return default
 
 
 # --------------------------------------------------------------------------------------
@@ -458,7 +188,7 @@ def stationarity(data, window: float | None = None, *, windows: int | None = Non
     if exceed_quantile >= 1:
         raise ValueError(f"exceed_quantile must be in (0, 1), got {exceed_quantile!r}")
 
-    event_times, sizes, size_times, start, span, threshold = _detours(
+    event_times, sizes, size_times, start, span, threshold = recording_detours(
         data, times, variable, duration, threshold, exceed_quantile)
     samples_kind = threshold is not None
 
@@ -489,7 +219,7 @@ def stationarity(data, window: float | None = None, *, windows: int | None = Non
     rate_residuals = sub_counts - counts[:, None] / subwindows
     lags = min(subwindows // 2, int(4 * (count * subwindows / 100) ** (2 / 9)))
     lags = max(lags, 1)
-    rate = _window_test(sub_counts.astype(float), rate_residuals, lags, alpha / 2,
+    rate = window_test(sub_counts.astype(float), rate_residuals, lags, alpha / 2,
                         max_change_points, min_segment)
 
     # --- size: centred pooled ranks ------------------------------------------------
@@ -505,7 +235,7 @@ def stationarity(data, window: float | None = None, *, windows: int | None = Non
     window_mean = np.divide(window_sum, window_n, out=np.zeros(count), where=window_n > 0)
     size_residuals = (sub_sums - sub_n * np.repeat(window_mean, subwindows)).reshape(
         count, subwindows)
-    size = _window_test(sub_sums.reshape(count, subwindows), size_residuals, lags,
+    size = window_test(sub_sums.reshape(count, subwindows), size_residuals, lags,
                         alpha / 2, max_change_points, min_segment)
 
     # --- tests that assume independent detours -----------------------------------
@@ -600,20 +330,3 @@ def windows_for(events: int) -> int:
     """Windows for a recording of ``events`` detours: :data:`DEFAULT_WINDOWS`, fewer when
     that would leave fewer than :data:`EVENTS_PER_WINDOW` detours per window."""
     return int(min(DEFAULT_WINDOWS, max(MIN_WINDOWS, events // EVENTS_PER_WINDOW)))
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
