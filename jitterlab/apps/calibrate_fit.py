@@ -253,6 +253,16 @@ def check_same_structure(fit: xr.Dataset, structure: SweepStructure) -> None:
                          f"pass the fit's structure")
 
 
+def check_prediction_inputs(runs, fit, structure):
+    """(runs, fit, structure) of a prediction from a fit, checked: the runs' table, the
+    fit's variables and a structure that is the fit's; else an error naming the problem."""
+    runs = check_configurations(runs)
+    fit = check_fit(fit)
+    structure = check_structure(structure)
+    check_same_structure(fit, structure)
+    return runs, fit, structure
+
+
 def check_out_of_sample(runs: pd.DataFrame, fit: xr.Dataset) -> list[str]:
     ids = run_ids(runs)
     seen = sorted(set(ids) & set(fit.attrs.get("calibrated_on", ())))
@@ -285,10 +295,7 @@ def predict_held_out(runs: pd.DataFrame, fit: xr.Dataset,
         with ``actual_s`` also ``actual_s`` and ``error_percent`` [%]. The attribute
         ``calibrated_on`` is the fit's.
     """
-    runs = check_configurations(runs)
-    fit = check_fit(fit)
-    structure = check_structure(structure)
-    check_same_structure(fit, structure)
+    runs, fit, structure = check_prediction_inputs(runs, fit, structure)
     ids = check_out_of_sample(runs, fit)
     cell_time, latency = float(fit["cell_time"]), float(fit["latency"])
     predicted = model_runtimes(runs, cell_time, latency, structure)

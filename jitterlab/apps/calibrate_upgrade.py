@@ -19,17 +19,14 @@ from ..base.limits import check_allow_large, check_memory
 from ..base.provenance import provenance_attrs
 from ..base.rng import RngLike, as_generator
 from .calibrate_fit import (
-    check_fit,
     check_out_of_sample,
-    check_same_structure,
+    check_prediction_inputs,
     log_covariance,
     propagated_error,
 )
 from .calibrate_runs import (
     SWEEP3D_STRUCTURE,
     SweepStructure,
-    check_configurations,
-    check_structure,
     model_runtimes,
     run_ids,
     sweep_workload,
@@ -108,10 +105,7 @@ def sample_upgrade(runs: pd.DataFrame, fit: xr.Dataset, message_cost,
         ``compute_slowdown``, ``extra_latency``, ``intra_node_fraction`` (dim
         ``sample``). Attribute ``calibrated_on``: the fit's.
     """
-    runs = check_configurations(runs)
-    fit = check_fit(fit)
-    structure = check_structure(structure)
-    check_same_structure(fit, structure)
+    runs, fit, structure = check_prediction_inputs(runs, fit, structure)
     if {"table", "id"} & set(runs.columns):
         check_out_of_sample(runs, fit)
     cost_low, cost_high = _uniform_range("message_cost", message_cost)
@@ -206,10 +200,7 @@ def predict_upgrade(runs: pd.DataFrame, fit: xr.Dataset, compute_slowdown: float
         the fit's standard errors carried through the model (delta method on the log
         costs, with their correlation) combined with the noise simulations' error.
     """
-    runs = check_configurations(runs)
-    fit = check_fit(fit)
-    structure = check_structure(structure)
-    check_same_structure(fit, structure)
+    runs, fit, structure = check_prediction_inputs(runs, fit, structure)
     if not isinstance(compute_slowdown, numbers.Real | np.number) or isinstance(
             compute_slowdown, bool | np.bool_):
         raise TypeError(f"compute_slowdown must be a real number, got "

@@ -68,10 +68,6 @@ EQUATIONS = {
 }
 
 
-
-
-
-
 # --------------------------------------------------------------------------------------
 # the equations
 # --------------------------------------------------------------------------------------
@@ -414,35 +410,9 @@ def _row(table: pd.DataFrame, row) -> str:
     return f"{plain_scalar(row)!r}" + (f" ({labels})" if labels else "")
 
 
-
-
 def _unavailable_note(table: pd.DataFrame) -> str:
     unavailable = table.attrs.get("unavailable") or {}
     if not unavailable:
         return ""
     listed = ", ".join(f"{event} {why}" for event, why in unavailable.items())
     return f" (the measurement reported {listed})"
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-

@@ -23,6 +23,14 @@ __all__ = ["Dissemination", "RecursiveDoubling"]
 
 @dataclass(frozen=True)
 class RoundCollective:
+    """A collective of rounds in which every task sends once and receives once.
+
+    Parameters
+    ----------
+    message : jitterlab.Message
+        Cost of one message (send and receive CPU time, wire time).
+    """
+
     message: Message = field(default_factory=Message)
 
     _kind = -1
@@ -80,12 +88,8 @@ class RoundCollective:
 class Dissemination(RoundCollective):
     """Dissemination barrier (Hensgen, Finkel & Manber): ⌈log2 N⌉ rounds, no root.
 
-    In round k task r sends to (r + 2^k) mod N, then receives from (r − 2^k) mod N.
-
-    Parameters
-    ----------
-    message : jitterlab.Message
-        Cost of one message (send and receive CPU time, wire time).
+    In round k task r sends to (r + 2^k) mod N, then receives from (r − 2^k) mod N;
+    ``message`` (a :class:`jitterlab.Message`) is the cost of one message.
 
     Examples
     --------
@@ -105,12 +109,8 @@ class RecursiveDoubling(RoundCollective):
 
     In round k task r sends to r XOR 2^k, then receives from it. For N not a power of
     two, with P the largest power of two below N, a first round folds task P + e into
-    task e and a last round sends the result back (two more rounds).
-
-    Parameters
-    ----------
-    message : jitterlab.Message
-        Cost of one message (send and receive CPU time, wire time).
+    task e and a last round sends the result back (two more rounds). ``message`` (a
+    :class:`jitterlab.Message`) is the cost of one message.
 
     Examples
     --------
