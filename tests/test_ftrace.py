@@ -220,3 +220,56 @@ def test_real_trace_pipe_lost_events_are_reported():
     assert (lost["cpu"], lost["count"], lost["line"]) == (1, 5523, 1)
     assert lost["before_timestamp"] == events["ticks"].iloc[0]
     assert events.attrs["lost_events"] == 5523 and events.attrs["tracer"] is None
+
+
+# NMIs and page faults, lines written from this kernel's formats
+# (/sys/kernel/tracing/events/nmi/nmi_handler/format: "%ps() delta_ns: %lld handled: %d";
+# exceptions/page_fault_user and page_fault_kernel: "address=%ps ip=%ps error_code=0x%lx")
+NMI_AND_FAULTS = """# tracer: nop
+          <idle>-0       [001] d.Z1. 56823611265698: nmi_handler: perf_event_nmi_handler() delta_ns: 4213 handled: 1
+          <idle>-0       [001] d.Z1. 56823611275698: nmi_handler: nmi_cpu_backtrace_handler() delta_ns: 812 handled: 0
+            bash-1977    [001] d.... 56823611285698: page_fault_user: address=0x7f3b1c2d4000 ip=0x7f3b1c0a1234 error_code=0x6
+            bash-1977    [001] d.... 56823611295698: page_fault_kernel: address=0x55d0c0de1000 ip=__clear_user error_code=0x2
+"""
+
+
+def test_nmi_handler_and_page_faults_read_from_the_kernel_format():
+    events = read_ftrace(NMI_AND_FAULTS, tsc_hz=2.3e9)
+    nmi = events[events["event"] == "nmi_handler"]
+    assert nmi["handler"].to_list() == ["perf_event_nmi_handler", "nmi_cpu_backtrace_handler"]
+    np.testing.assert_allclose(nmi["delta"].to_numpy(), [4213e-9, 812e-9], rtol=1e-15)
+    assert nmi["handled"].to_list() == [1, 0]
+    faults = events[events["event"].str.startswith("page_fault")]
+    assert faults["address"].to_list() == ["0x7f3b1c2d4000", "0x55d0c0de1000"]
+    assert faults["ip"].to_list() == ["0x7f3b1c0a1234", "__clear_user"]
+    assert faults["error_code"].to_list() == [6, 2]
+    assert parse_fields("nmi_handler", "perf_event_nmi_handler() delta_ns: 4213 handled: 1") \
+        == {"handler": "perf_event_nmi_handler", "delta": 4213e-9, "handled": 1}
+    with pytest.raises(ValueError, match="line 2: fields of 'nmi_handler'"):
+        read_ftrace(NMI_AND_FAULTS.replace("delta_ns: 4213", "delta_ns: many"))
+
+
+@pytest.mark.parametrize("name", ["ftrace_trace_x86tsc_cpu1.txt.gz",
+                                  "ftrace_tracecmd_report.txt.gz",
+                                  "ftrace_tracecmd_report_latency.txt.gz",
+                                  "ftrace_documented_lost.txt"])
+def test_columns_equal_the_fields_of_each_line(name):
+    """The columnar reader (one regex over the text, one per event over its bodies) gives,
+    row by row, the fields that parse_fields finds in each line alone."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LostEventsWarning)
+        events = read_ftrace(DATA / name)
+    known = [column for column in events.columns
+             if column not in ("cpu", "timestamp", "ticks", "event", "comm", "pid", "tgid",
+                               "flags", "body")]
+    for row in events.itertuples(index=False):
+        fields = parse_fields(row.event, row.body)
+        assert fields is not None
+        for column in known:
+            value = getattr(row, column)
+            if column in fields:
+                assert value == fields[column], (row, column)
+            else:
+                assert pd.isna(value), (row, column)

@@ -7,7 +7,9 @@ with the fields of the events that explain operating-system noise parsed into co
 other vectors), device interrupts (``irq:irq_handler_entry/exit``), softirqs
 (``irq:softirq_entry/exit/raise``, vector and action name), scheduling
 (``sched:sched_switch``, ``sched:sched_wakeup``), hrtimer callbacks
-(``timer:hrtimer_expire_entry/exit``) and the osnoise tracepoints (``osnoise:*_noise``,
+(``timer:hrtimer_expire_entry/exit``), NMI handlers (``nmi:nmi_handler``, with the time each
+took), page faults (``exceptions:page_fault_user/kernel``) and the osnoise tracepoints
+(``osnoise:*_noise``,
 ``osnoise:sample_threshold``) and per-period summary lines of the osnoise tracer (see
 :mod:`jitterlab.io.osnoise`). Other events are kept with their text in ``body``.
 
@@ -23,6 +25,10 @@ Events lost are never ignored: ``CPU:N [LOST k EVENTS]`` and ``CPU:N [LOST EVENT
 ``entries-in-buffer/entries-written`` header whose two numbers differ are kept in
 ``attrs`` and reported by a :class:`LostEventsWarning`.
 
+The text is read column by column: one multi-line regex over the whole text splits every
+line into its parts, and one regex per event over all that event's bodies gives its fields
+(:data:`EVENT_FIELDS`, the same layouts :func:`parse_fields` applies to one line).
+
 Timestamps: with a clock in seconds (``local``, ``global``, ``mono``, ...) the kernel prints
 ``seconds.microseconds``; with a counter clock (``x86-tsc``, ``counter``) it prints the raw
 count, kept exactly in the ``ticks`` column (``timestamp`` is ``ticks / tsc_hz`` when
@@ -31,6 +37,9 @@ count, kept exactly in the ``ticks`` column (``timestamp`` is ``ticks / tsc_hz``
 
 from __future__ import annotations
 
+import functools
+import gc
+import operator
 import re
 import warnings
 from collections.abc import Callable
@@ -51,16 +60,6 @@ class LostEventsWarning(UserWarning):
 # --------------------------------------------------------------------------------------
 # line layouts
 # --------------------------------------------------------------------------------------
-_TIMESTAMP_AND_EVENT = (r"(?P<timestamp>\d+(?:\.\d+)?):\s*"
-                        r"(?:(?P<event>[A-Za-z_]\w*):(?:\s+|\Z))?(?P<body>.*)\Z")
-#: the kernel's layout and trace-cmd report's: ``comm-pid [(tgid)] [cpu] [flags] ts:``
-_BRACKET_LINE = re.compile(
-    r"\s*(?P<comm>.*)-(?P<pid>\d+)\s+(?:\(\s*(?P<tgid>-+|\d+)\)\s+)?\[(?P<cpu>\d+)\]\s+"
-    r"(?:(?P<flags>\S{4,6})\s+)?" + _TIMESTAMP_AND_EVENT)
-#: trace-cmd report -l: ``comm-pid  <cpu><flags>  ts:``
-_LATENCY_LINE = re.compile(
-    r"\s*(?P<comm>.*)-(?P<pid>\d+)\s+(?P<cpu>\d+)(?P<flags>[^\s\d]\S{3,5})\s+"
-    + _TIMESTAMP_AND_EVENT)
 _TRACER = re.compile(r"#\s*tracer:\s*(\S+)")
 _ENTRIES = re.compile(r"#\s*entries-in-buffer/entries-written:\s*(\d+)/(\d+)\s+#P:(\d+)")
 _BUFFER_STARTED = re.compile(r"#+\s*CPU\s+(\d+)\s+buffer started\s*#+\Z")
@@ -115,6 +114,14 @@ EVENT_FIELDS: dict[str, list[re.Pattern]] = {
     "softirq_noise": _fields(r"\s*(?P<action>\w+):(?P<vec>\d+) " + _NS_TIME),
     "irq_noise": _fields(r"\s*(?P<name>.*):(?P<vector>\d+) " + _NS_TIME),
     "nmi_noise": _fields(_NS_TIME),
+    # nmi:nmi_handler (print fmt "%ps() delta_ns: %lld handled: %d"): one NMI handler, traced
+    # when it returns, with the time it took
+    "nmi_handler": _fields(r"(?P<handler>\S+?)\(\) delta_ns: (?P<delta>-?\d+)"
+                           r" handled: (?P<handled>\d+)"),
+    # exceptions:page_fault_user/kernel ("address=%ps ip=%ps error_code=0x%lx"): no exit event
+    **{name: _fields(r"address=(?P<address>\S+) ip=(?P<ip>\S+)"
+                     r" error_code=(?P<error_code>0x[0-9a-fA-F]+)")
+       for name in ("page_fault_user", "page_fault_kernel")},
     "sample_threshold": _fields(_NS_TIME + r" interferences? (?P<interference>\d+)"),
     # the osnoise tracer's per-period summary line (no event name in the text)
     "osnoise": _fields(
@@ -124,25 +131,38 @@ EVENT_FIELDS: dict[str, list[re.Pattern]] = {
 }
 
 #: fields converted from the printed unit to seconds: field -> printed units per second
-_SECONDS = {"duration": 1e9, "runtime": 1e6, "noise": 1e6, "max_single_noise": 1e6}
+_SECONDS = {"duration": 1e9, "runtime": 1e6, "noise": 1e6, "max_single_noise": 1e6,
+            "delta": 1e9}
 #: fields kept as text
 _TEXT = {"name", "action", "prev_comm", "next_comm", "prev_state", "woken_comm", "hrtimer",
-         "function", "thread_comm", "ret"}
+         "function", "thread_comm", "ret", "handler", "address", "ip"}
+#: integer fields printed in hexadecimal (``0x...``)
+_HEXADECIMAL = {"error_code"}
 #: fields that are floats as printed
 _FLOAT = {"start", "cpu_available_percent"}
 
 
-def _convert(field: str, text: str):
+def _seconds_and_nanoseconds(text: str) -> float:
+    """``seconds.nanoseconds`` exact to the nanosecond in float64 below 1e6 s."""
+    seconds, nanoseconds = text.split(".")
+    return int(seconds) + int(nanoseconds) / 1e9
+
+
+@functools.cache
+def _converter(field: str) -> Callable[[str], object]:
+    """The function turning a field's printed text into its value."""
     if field in _TEXT:
-        return text
-    if field == "start":  # seconds.nanoseconds, exact to the nanosecond in float64 < 1e6 s
-        seconds, nanoseconds = text.split(".")
-        return int(seconds) + int(nanoseconds) / 1e9
+        return str
+    if field == "start":
+        return _seconds_and_nanoseconds
     if field in _FLOAT:
-        return float(text)
+        return float
+    if field in _HEXADECIMAL:
+        return functools.partial(int, base=16)
     if field in _SECONDS:
-        return int(text) / _SECONDS[field]
-    return int(text)
+        factor = _SECONDS[field]
+        return lambda text: int(text) / factor
+    return int
 
 
 def parse_fields(event: str, body: str) -> dict | None:
@@ -161,7 +181,7 @@ def parse_fields(event: str, body: str) -> dict | None:
         if match:
             if event == "osnoise":
                 _check_available(match)
-            return {key: _convert(key, value) for key, value in match.groupdict().items()
+            return {key: _converter(key)(value) for key, value in match.groupdict().items()
                     if value is not None}
     return None
 
@@ -193,25 +213,73 @@ def source_lines(source) -> tuple[str, list[str]]:
     return path.name, read_lines(path)
 
 
-class _Reader:
-    """State of one pass over a trace's lines."""
+# --------------------------------------------------------------------------------------
+# reading, column by column
+# --------------------------------------------------------------------------------------
+_S = r"[^\S\n]"  # white space inside one line of a text of many lines
+#: any line of a trace, as one match of a multi-line regex over the whole text: an event line
+#: in the kernel's or trace-cmd's layout (with trace-cmd's instance prefix), the latency
+#: layout, or anything else (``other``: headers, lost-event marks, errors)
+_ANY_LINE = re.compile(
+    rf"^(?:(?!{_S}*#)(?:(?P<instance>[^\s:]+): )?"
+    rf"(?:{_S}*(?P<comm>.*?)-(?P<pid>\d+){_S}+(?:\({_S}*(?P<tgid>-+|\d+)\){_S}+)?"
+    rf"\[(?P<cpu>\d+)\]{_S}+(?:(?P<flags>\S{{4,6}}){_S}+)?"
+    rf"|{_S}*(?P<latency_comm>.*?)-(?P<latency_pid>\d+){_S}+(?P<latency_cpu>\d+)"
+    rf"(?P<latency_flags>[^\s\d]\S{{3,5}}){_S}+)"
+    rf"(?P<timestamp>\d+(?:\.\d+)?):{_S}*(?:(?P<event>[A-Za-z_]\w*):(?:{_S}+|$))?"
+    r"(?P<body>.*)|(?P<other>.*))$", re.MULTILINE)
+
+
+def _transpose(regex: re.Pattern, matches: list[tuple], size: int) -> dict[str, tuple]:
+    """The groups of ``findall``'s tuples as columns, by group name."""
+    columns = list(zip(*matches, strict=True)) if matches else [()] * regex.groups
+    if len(columns) != regex.groups:  # one group: findall gives strings, not tuples
+        columns = [tuple(matches)]
+    return {name: columns[number - 1] for name, number in regex.groupindex.items()}
+
+
+def _multiline(pattern: re.Pattern, suffix: str) -> str:
+    """A field layout (made for one line) for a regex over many lines, its groups renamed."""
+    text = pattern.pattern.replace(r"\s", _S).replace(r"\Z", "$")
+    return re.sub(r"\(\?P<(\w+)>", rf"(?P<\1{suffix}>", text)
+
+
+@functools.cache
+def _layouts_regex(event: str) -> re.Pattern:
+    """One regex over the bodies of ``event`` (one per line): each layout in a group
+    ``layout_k`` (empty unless that layout matched), then ``rest`` for a body none fits."""
+    branches = [f"(?P<layout_{k}>{_multiline(pattern, f'__{k}')})"
+                for k, pattern in enumerate(EVENT_FIELDS[event])]
+    return re.compile("^(?:" + "|".join(branches) + "|(?P<rest>.*))$", re.MULTILINE)
+
+
+class _Failures:
+    """The errors found, by line: the first line's is raised (as a line-by-line reader
+    would)."""
+
+    def __init__(self, name: str, lines: list[str]):
+        self.name, self.lines, self.found = name, lines, []
+
+    def add(self, number: int, why: str) -> None:
+        self.found.append((number, len(self.found), why))
+
+    def raise_first(self) -> None:
+        if self.found:
+            number, _, why = min(self.found)
+            line = self.lines[number - 1]
+            raise ValueError(f"{self.name}, line {number}: {why}: {line.strip()[:160]!r}")
+
+
+class _Header:
+    """The header, lost-event and trace-cmd lines of a trace, in order."""
 
     def __init__(self, name: str):
-        self.name = name
         self.attrs: dict = {"source": name, "format": "ftrace", "tracer": None,
                             "entries_in_buffer": None, "entries_written": None,
                             "n_cpus": None, "buffer_started_cpus": [], "lost": [],
                             "instances": []}
-        self.columns: dict[str, list] = {key: [] for key in (
-            "cpu", "ticks", "timestamp", "comm", "pid", "tgid", "flags", "event", "body")}
-        self.fields: list[dict] = []
-        self.counter_clock: bool | None = None
-        self.pending_lost: dict[int, list[dict]] = {}
 
-    def fail(self, number: int, line: str, why: str):
-        raise ValueError(f"{self.name}, line {number}: {why}: {line.strip()[:160]!r}")
-
-    def header(self, number: int, line: str) -> bool:
+    def read(self, number: int, line: str) -> bool:
         """Consume a header, lost-event or trace-cmd line; True when it was one."""
         stripped = line.strip()
         if not stripped:
@@ -227,12 +295,10 @@ class _Reader:
                                   n_cpus=cpus)
             return True
         if match := _LOST.match(stripped):
-            cpu = int(match.group(1))
             count = match.group(2) or match.group(3)
-            record = {"cpu": cpu, "count": int(count) if count else None, "line": number,
-                      "before_timestamp": None}
-            self.attrs["lost"].append(record)
-            self.pending_lost.setdefault(cpu, []).append(record)
+            self.attrs["lost"].append({"cpu": int(match.group(1)),
+                                       "count": int(count) if count else None,
+                                       "line": number, "before_timestamp": None})
             return True
         if match := _TRACE_CMD_HEADER.match(stripped):
             self.attrs["format"] = "trace-cmd report"
@@ -245,82 +311,179 @@ class _Reader:
             return True
         return False
 
-    def event(self, number: int, line: str) -> None:
-        match = None
-        prefixed = (_INSTANCE_PREFIX.match(line)
-                    if self.attrs["format"] == "trace-cmd report" else None)
-        if prefixed:  # trace-cmd names the buffer of an instance first
-            if self.header(number, prefixed.group("rest")):
-                return
-            match = (_BRACKET_LINE.match(prefixed.group("rest"))
-                     or _LATENCY_LINE.match(prefixed.group("rest")))
-            if match and prefixed.group("instance") not in self.attrs["instances"]:
-                self.attrs["instances"].append(prefixed.group("instance"))
-        match = match or _BRACKET_LINE.match(line) or _LATENCY_LINE.match(line)
-        if match is None:
-            self.fail(number, line, "not an ftrace event line (expected 'comm-pid [cpu] "
-                      "flags timestamp: event: fields')")
-        event, body = match.group("event"), match.group("body").strip()
-        if event is None:  # only the osnoise tracer's summary has no event name
-            if (self.attrs["tracer"] not in (None, "osnoise")
-                    or not EVENT_FIELDS["osnoise"][0].match(body)):
-                self.fail(number, line, "a line without an event name (only the osnoise "
-                          "tracer's per-period summary is read without one)")
-            event = "osnoise"
-        try:
-            fields = parse_fields(event, body)
-        except ValueError as err:
-            self.fail(number, line, str(err))
-        if fields is None:
-            self.fail(number, line, f"fields of {event!r} not in the kernel's or "
-                      "trace-cmd's layout")
-        stamp = match.group("timestamp")
-        counter = "." not in stamp
-        if self.counter_clock is None:
-            self.counter_clock = counter
-        elif counter != self.counter_clock:
-            self.fail(number, line, "timestamp in seconds and in counter ticks mixed")
-        cpu = int(match.group("cpu"))
-        tgid = match.groupdict().get("tgid")
-        column = self.columns
-        column["cpu"].append(cpu)
-        column["ticks"].append(int(stamp) if counter else None)
-        column["timestamp"].append(np.nan if counter else float(stamp))
-        column["comm"].append(match.group("comm").strip())
-        column["pid"].append(int(match.group("pid")))
-        column["tgid"].append(int(tgid) if tgid and tgid.isdigit() else None)
-        column["flags"].append(match.group("flags"))
-        column["event"].append(event)
-        column["body"].append(body)
-        self.fields.append(fields)
-        for record in self.pending_lost.pop(cpu, ()):
-            record["before_timestamp"] = float(stamp) if not counter else int(stamp)
 
-    def frame(self, tsc_hz: float | None) -> pd.DataFrame:
-        frame = pd.DataFrame({
-            "cpu": np.asarray(self.columns["cpu"], dtype=np.int64),
-            "timestamp": np.asarray(self.columns["timestamp"], dtype=np.float64),
-            "ticks": pd.array(self.columns["ticks"], dtype="Int64"),
-            "event": pd.array(self.columns["event"], dtype=object),
-            "comm": pd.array(self.columns["comm"], dtype=object),
-            "pid": np.asarray(self.columns["pid"], dtype=np.int64),
-            "tgid": pd.array(self.columns["tgid"], dtype="Int64"),
-            "flags": pd.array(self.columns["flags"], dtype=object),
-        })
-        fields = pd.DataFrame.from_records(self.fields, index=frame.index)
-        for name in fields.columns:
-            if name not in _TEXT and name not in _FLOAT and name not in _SECONDS:
-                fields[name] = fields[name].astype("Int64")
-            elif name in _FLOAT or name in _SECONDS:
-                fields[name] = fields[name].astype(np.float64)
-        frame = pd.concat([frame, fields], axis=1)
-        frame["body"] = pd.array(self.columns["body"], dtype=object)
-        if self.counter_clock and tsc_hz is not None:
-            frame["timestamp"] = frame["ticks"].to_numpy(dtype=np.float64) / tsc_hz
-        self.attrs["timestamp_unit"] = "ticks" if self.counter_clock else "s"
-        self.attrs["tsc_hz"] = tsc_hz if self.counter_clock else None
-        frame.attrs.update(self.attrs)
-        return frame
+def _pick(column, rows: list[int]) -> tuple:
+    """``column[row]`` for each of ``rows``, as a tuple (one C call)."""
+    if len(rows) > 1:
+        return operator.itemgetter(*rows)(column)
+    return tuple(column[row] for row in rows)
+
+
+def _layout_fields(event: str, k: int, texts: dict[str, tuple], hits: list[int],
+                   rows: list[int], values: dict[str, list]) -> None:
+    """Convert the fields of the bodies (positions ``hits`` among ``rows``) that matched
+    layout ``k`` of ``event``: ``values[field]`` gets (rows, values)."""
+    every = len(hits) == len(rows)
+    target = rows if every else _pick(rows, hits)
+    for field in EVENT_FIELDS[event][k].groupindex:
+        column = texts[f"{field}__{k}"]
+        if not every:
+            column = _pick(column, hits)
+        values.setdefault(field, []).append((target, list(map(_converter(field), column))))
+
+
+def _field_columns(events: list[str], bodies: list[str], numbers: list[int],
+                   failures: _Failures) -> dict:
+    """The fields of the known events, one regex per event over all its bodies."""
+    by_event: dict[str, list[int]] = {}
+    for row, event in enumerate(events):
+        by_event.setdefault(event, []).append(row)
+    values: dict[str, list] = {}
+    for event, rows in by_event.items():
+        if event not in EVENT_FIELDS:
+            continue
+        regex = _layouts_regex(event)
+        texts = _transpose(regex, regex.findall("\n".join(_pick(bodies, rows))), len(rows))
+        left = range(len(rows))
+        for k in range(len(EVENT_FIELDS[event])):
+            layout = texts[f"layout_{k}"]
+            if "" not in layout:  # every body left fits this layout
+                hits, left = list(left), []
+            else:
+                hits = [position for position in left if layout[position]]
+                left = [position for position in left if not layout[position]]
+            if hits:
+                _layout_fields(event, k, texts, hits, rows, values)
+            if not left:
+                break
+        for position in left:
+            failures.add(numbers[rows[position]], f"fields of {event!r} not in the kernel's "
+                         "or trace-cmd's layout")
+        if event == "osnoise":
+            for row in set(rows) - {rows[position] for position in left}:
+                try:
+                    _check_available(EVENT_FIELDS["osnoise"][0].match(bodies[row]))
+                except ValueError as err:
+                    failures.add(numbers[row], str(err))
+    size = len(events)
+    columns = {}
+    for field, pieces in values.items():
+        index = np.concatenate([np.asarray(rows, dtype=np.int64) for rows, _ in pieces])
+        given = [value for _, chunk in pieces for value in chunk]
+        if field in _TEXT:
+            column = np.full(size, np.nan, dtype=object)
+            column[index] = given
+            columns[field] = pd.array(column, dtype=object)
+        elif field in _FLOAT or field in _SECONDS:
+            column = np.full(size, np.nan)
+            column[index] = given
+            columns[field] = column
+        else:
+            column = np.zeros(size, dtype=np.int64)
+            column[index] = given
+            missing = np.ones(size, dtype=bool)
+            missing[index] = False
+            columns[field] = pd.arrays.IntegerArray(column, missing)
+    return columns
+
+
+def _read_lines(name: str, lines: list[str]):
+    """The header, the event lines' columns (texts), their line numbers, the failures."""
+    matches = _ANY_LINE.findall("\n".join(lines))
+    if len(matches) != len(lines):
+        raise RuntimeError(f"{name}: {len(matches)} matches for {len(lines)} lines")
+    texts = _transpose(_ANY_LINE, matches, len(lines))
+    header = _Header(name)
+    failures = _Failures(name, lines)
+    for index, stamp in enumerate(texts["timestamp"]):
+        if stamp:
+            continue
+        line = lines[index]
+        prefixed = (_INSTANCE_PREFIX.match(line)
+                    if header.attrs["format"] == "trace-cmd report" else None)
+        if prefixed and header.read(index + 1, prefixed.group("rest")):
+            continue
+        if not header.read(index + 1, line):
+            failures.add(index + 1, "not an ftrace event line (expected 'comm-pid [cpu] "
+                         "flags timestamp: event: fields')")
+    rows = [index for index, stamp in enumerate(texts["timestamp"]) if stamp]
+    if len(rows) < len(lines):
+        texts = {key: _pick(column, rows) for key, column in texts.items()}
+    columns = {key: list(column) for key, column in texts.items()}
+    if any(columns["latency_pid"]):
+        for index, latency_pid in enumerate(columns["latency_pid"]):
+            if latency_pid:
+                for key in ("comm", "pid", "cpu", "flags"):
+                    columns[key][index] = columns[f"latency_{key}"][index]
+    instances = columns["instance"]
+    if not any(instances):
+        pass
+    elif header.attrs["format"] != "trace-cmd report":  # the prefix belongs to the comm
+        columns["comm"] = [f"{instance}: {comm}" if instance else comm
+                           for instance, comm in zip(instances, columns["comm"], strict=True)]
+    else:
+        header.attrs["instances"].extend(dict.fromkeys(filter(None, instances)))
+    return header, columns, [index + 1 for index in rows], failures
+
+
+def _timestamps(stamps: list[str], numbers: list[int], failures: _Failures):
+    """(counter clock?, the timestamps: int ticks or float seconds) of the event lines."""
+    counter = ["." not in stamp for stamp in stamps]
+    if counter and counter.count(counter[0]) != len(counter):
+        failures.add(numbers[counter.index(not counter[0])],
+                     "timestamp in seconds and in counter ticks mixed")
+        return counter[0], None
+    if counter and counter[0]:
+        return True, np.fromiter(map(int, stamps), dtype=np.int64, count=len(stamps))
+    return False, np.fromiter(map(float, stamps), dtype=np.float64, count=len(stamps))
+
+
+def _frame(source, tsc_hz: float | None) -> pd.DataFrame:
+    name, lines = source_lines(source)
+    header, columns, numbers, failures = _read_lines(name, lines)
+    bodies = [body.strip() for body in columns["body"]]
+    events = columns["event"]
+    summary = EVENT_FIELDS["osnoise"][0]
+    for row, event in enumerate(events if "" in events else ()):
+        if not event:  # only the osnoise tracer's summary has no event name
+            if header.attrs["tracer"] not in (None, "osnoise") or not summary.match(bodies[row]):
+                failures.add(numbers[row], "a line without an event name (only the osnoise "
+                             "tracer's per-period summary is read without one)")
+            events[row] = "osnoise"
+    fields = _field_columns(events, bodies, numbers, failures)
+    counter_clock, stamps = _timestamps(columns["timestamp"], numbers, failures)
+    failures.raise_first()
+    size = len(events)
+    cpus = np.fromiter(map(int, columns["cpu"]), dtype=np.int64, count=size)
+    for record in header.attrs["lost"]:  # the timestamp of that CPU's next event
+        later = [row for row in range(size)
+                 if numbers[row] > record["line"] and cpus[row] == record["cpu"]][:1]
+        if later:
+            record["before_timestamp"] = stamps[later[0]].item()
+    tgid = ([int(text) if text.isdigit() else None for text in columns["tgid"]]
+            if any(columns["tgid"]) else [None] * size)
+    if counter_clock:
+        timestamp = stamps / tsc_hz if tsc_hz is not None else np.full(size, np.nan)
+        ticks = pd.arrays.IntegerArray(stamps, np.zeros(size, dtype=bool))
+    else:
+        timestamp = stamps
+        ticks = pd.arrays.IntegerArray(np.zeros(size, dtype=np.int64), np.ones(size, bool))
+    frame = pd.DataFrame({
+        "cpu": cpus,
+        "timestamp": np.asarray(timestamp, dtype=np.float64),
+        "ticks": ticks,
+        "event": pd.array(events, dtype=object),
+        "comm": pd.array([comm.strip() for comm in columns["comm"]], dtype=object),
+        "pid": np.fromiter(map(int, columns["pid"]), dtype=np.int64, count=size),
+        "tgid": pd.array(tgid, dtype="Int64"),
+        "flags": pd.array([flags or None for flags in columns["flags"]], dtype=object),
+        **fields,
+        "body": pd.array(bodies, dtype=object),
+    })
+    header.attrs["timestamp_unit"] = "ticks" if counter_clock else "s"
+    header.attrs["tsc_hz"] = tsc_hz if counter_clock else None
+    frame.attrs.update(header.attrs)
+    return frame
 
 
 def _report_losses(attrs: dict) -> None:
@@ -375,7 +538,9 @@ def read_ftrace(source, *, tsc_hz: float | None = None,
         (:data:`EVENT_FIELDS`: ``vector``, ``irq``, ``name``, ``ret``, ``vec``,
         ``action``, ``prev_comm``, ``prev_pid``, ``prev_prio``, ``prev_state``,
         ``next_comm``, ``next_pid``, ``next_prio``, ``woken_comm``, ``woken_pid``,
-        ``target_cpu``, ``hrtimer``, ``function``, ``now`` [ns], ``start`` [s],
+        ``target_cpu``, ``hrtimer``, ``function``, ``now`` [ns], ``handler``, ``delta``
+        [s] and ``handled`` (``nmi_handler``), ``address``, ``ip`` (as printed) and
+        ``error_code`` (``page_fault_user/kernel``), ``start`` [s],
         ``duration`` [s], ...; missing where an event has no such field) and ``body`` (the
         event's text). ``attrs``: ``source``, ``format`` (``"ftrace"`` or ``"trace-cmd
         report"``), ``tracer``, ``entries_in_buffer``, ``entries_written``, ``n_cpus``,
@@ -412,12 +577,13 @@ def read_ftrace(source, *, tsc_hz: float | None = None,
     if tsc_hz is not None and not (isinstance(tsc_hz, int | float) and np.isfinite(tsc_hz)
                                    and tsc_hz > 0):
         raise ValueError(f"tsc_hz must be a positive rate in Hz, got {tsc_hz!r}")
-    name, lines = source_lines(source)
-    reader = _Reader(name)
-    for number, line in enumerate(lines, start=1):
-        if not reader.header(number, line):
-            reader.event(number, line)
-    frame = reader.frame(tsc_hz)
+    collecting = gc.isenabled()
+    gc.disable()  # the parse makes ~10⁵ tuples and strings, no cycles: skip the GC passes
+    try:
+        frame = _frame(source, tsc_hz)
+    finally:
+        if collecting:
+            gc.enable()
     _report_losses(frame.attrs)
     if event_filter is not None:
         attrs = frame.attrs
