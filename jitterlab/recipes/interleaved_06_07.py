@@ -114,6 +114,14 @@ def command_of(experiment: str, arm: str, output: Path, args) -> tuple[list[str]
              "--output", str(output), *EXPERIMENTS[experiment][arm]], {}, stderr)
 
 
+def command_text(argv: list[str], extra: dict) -> str:
+    """The ``command`` column of a run: its environment and command line, with every
+    absolute path cut to its file name (the scratch folder is not part of the record)."""
+    return " ".join(shlex.quote(a) for a in
+                    [*(f"{k}={Path(v).name}" for k, v in extra.items()),
+                     *(Path(a).name if a.startswith("/") else a for a in argv)])
+
+
 def record(args) -> None:
     """Run one batch, one run after the other, appending a row per run to RAW/runs.csv."""
     raw = Path(args.raw)
@@ -139,10 +147,7 @@ def record(args) -> None:
                "load_before": before_load, "load_after": load_average(),
                "run_cpu_s": round(run_cpu, 2), "other_cpu_s": round(max(other, 0.0), 2),
                "wall_s": round(wall, 2),
-               "command": " ".join(shlex.quote(a) for a in
-                                   [*(f"{k}={Path(v).name}" for k, v in extra.items()),
-                                    *(Path(a).name if a.startswith("/") else a
-                                      for a in argv)])}
+               "command": command_text(argv, extra)}
         append_row(raw / "runs.csv", row, COLUMNS)
         print(f"{row['file']}: {row['start_utc']}-{row['end_utc']}, load "
               f"{before_load:.2f} -> {row['load_after']:.2f}", flush=True)

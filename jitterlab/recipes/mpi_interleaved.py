@@ -87,6 +87,12 @@ def worker_arguments(arm: str, output: Path, seed: int,
     return arguments
 
 
+def command_text(arm: str, name: str, pair: int, autogroup_nice: int | None = None) -> str:
+    """The ``command`` column of a run of ``arm`` writing ``name`` (in the output folder)."""
+    return shlex.join(["mpiexec", "-n", "2", "python", "-m", MODULE,
+                       *worker_arguments(arm, Path(name), pair, autogroup_nice)])
+
+
 def run_worker(argv: list[str]) -> int:
     """One rank of a run: the BSP benchmark with the worker's options (under mpiexec)."""
     parser = argparse.ArgumentParser(prog=f"python -m {MODULE} --worker")
@@ -198,9 +204,7 @@ def run_once(experiment: str, pair: int, arm: str, out_dir: Path, mpiexec: Path,
             "other_cpu_s": f"{other:.2f}", "load_before": f"{load_before:.2f}",
             "load_after": f"{os.getloadavg()[0]:.2f}", "kernel_events": recorded["events"],
             "kernel_events_lost": recorded["lost"],
-            "command": shlex.join(["mpiexec", "-n", "2", "python", "-m", MODULE,
-                                   *worker_arguments(arm, Path(name), pair,
-                                                     autogroup_nice)])}
+            "command": command_text(arm, name, pair, autogroup_nice)}
 
 
 def main(argv=None) -> int:
