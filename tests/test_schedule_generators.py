@@ -3,7 +3,7 @@
 Each case of tests/data/goal/cases.csv was written by Schedgen2 (see PROVENANCE.md there).
 A shipped case is read with read_goal and compared with the generator's schedule field by
 field (dependencies as sorted sets); a case too large to ship is compared by the SHA-256
-of its canonical text, which data/make_goal_references.py computed from Schedgen2's file.
+of its canonical text, which jitterlab.recipes.make_goal_references computed from Schedgen2's file.
 Cases above 300 000 operations run only with JITTERLAB_GOAL_LARGE=1 (they take minutes).
 """
 
@@ -69,7 +69,7 @@ def assert_same(found, expected):
 
 
 def canonical_sha256(schedule) -> str:
-    """SHA-256 of the canonical text (canonical_text() of data/make_goal_references.py)."""
+    """SHA-256 of the canonical text (jitterlab.recipes.make_goal_references.canonical_text)."""
     offsets = schedule.rank_offsets
     local = np.arange(schedule.n_operations) - offsets[schedule.rank]
     ns = np.rint(schedule.duration * 1e9).astype(np.int64)
