@@ -109,6 +109,46 @@ def test_inter_processor_interrupts_are_named_irq_causes():
     assert set(table.loc[table["kind"] != "invisible", "kind"]) == {"irq"}
 
 
+#: lines in this kernel's formats (events/nmi/nmi_handler/format, events/exceptions/
+#: page_fault_*/format): an NMI handler of 200 ns returning at 1400 inside the tick
+#: 1000-1500, one of 50 ns alone at 3000, and page faults (no exit event) in and between
+#: detours
+NMI_AND_FAULTS = """# tracer: nop
+ loop-7 [001] d.h.. 1000: local_timer_entry: vector=236
+ loop-7 [001] d.Z1. 1400: nmi_handler: perf_event_nmi_handler() delta_ns: 200 handled: 1
+ loop-7 [001] d.h.. 1500: local_timer_exit: vector=236
+ loop-7 [001] d.Z1. 3000: nmi_handler: perf_event_nmi_handler() delta_ns: 50 handled: 1
+ loop-7 [001] d.... 5010: page_fault_user: address=0x7f3b1c2d4000 ip=0x401234 error_code=0x6
+ loop-7 [001] d.... 5020: page_fault_user: address=0x7f3b1c2d5000 ip=0x401234 error_code=0x6
+ loop-7 [001] d.... 5030: page_fault_kernel: address=0x7f3b1c2d6000 ip=__clear_user \
+error_code=0x2
+ loop-7 [001] d.... 7000: page_fault_user: address=0x7f3b1c2d7000 ip=0x401234 error_code=0x6
+""".replace("\\\n", "")
+
+
+def test_nmis_take_their_time_and_page_faults_are_counted():
+    events = read_ftrace(NMI_AND_FAULTS)
+    table = attribute_detours([900, 2900, 5000], [700, 200, 100], events, tsc_hz=1e9,
+                              measured_pid=7)
+    # the NMI ran 1200-1400 inside the tick: innermost, it owns that time
+    assert times(table, 0) == {"timer interrupt": 300, "NMI": 200, INVISIBLE: 200}
+    assert times(table, 1) == {"NMI": 50, INVISIBLE: 150}
+    # faults have no duration: rows of time 0, their numbers in attrs
+    assert times(table, 2) == {INVISIBLE: 100, "page fault (user)": 0,
+                               "page fault (kernel)": 0}
+    assert set(table.loc[table["cause"].str.startswith("page fault"), "kind"]) == {"fault"}
+    assert table.loc[table["cause"] == "NMI", "kind"].unique().tolist() == ["nmi"]
+    assert table.attrs["nmis"] == 2
+    assert table.attrs["page_faults"] == {"page fault (user)": {"in_detours": 2, "outside": 1},
+                                          "page fault (kernel)": {"in_detours": 1,
+                                                                  "outside": 0}}
+    assert table.attrs["page_faults_per_detour"] == {2: 3}
+    assert table.attrs["detours_without_guest_event"] == 0  # a fault is a guest event
+    summary = noise_by_cause(table, resamples=10)
+    assert summary.loc["page fault (user)", "detours"] == 1
+    assert summary.loc["page fault (user)", "time"] == 0
+
+
 def test_an_activity_belongs_to_the_detour_it_began_in():
     # the tick 1000-1500 began before the detour [1200, 1400): the loop read the counter at
     # 1200, so no kernel activity ran then; with the slack of a fitted trace clock it counts

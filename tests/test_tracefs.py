@@ -102,6 +102,23 @@ def test_event_not_available_is_named(monkeypatch, fake_tracefs):
     assert list((fake_tracefs / "instances").iterdir()) == []  # nothing created
 
 
+def test_optional_event_missing_is_listed_not_refused(monkeypatch, fake_tracefs, caplog):
+    """An optional event the kernel lacks is logged as not recorded, without an error (the
+    fake tree's instance then fails at its first write, as the test below shows)."""
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    with caplog.at_level(logging.INFO, logger="jitterlab.measure.tracefs"):
+        with pytest.raises(tracefs.TracefsError, match="does not exist"):
+            with trace_instance(["irq_vectors:local_timer_entry"], root=fake_tracefs,
+                                optional_events=["nmi:nmi_handler", "irq:softirq_entry"]):
+                pass
+    assert "not recorded (this kernel does not offer them): nmi:nmi_handler" in caplog.text
+    assert "softirq_entry" not in caplog.text
+    with pytest.raises(EventNotAvailableError, match=r"nmi:nmi_handler\Z"):
+        with trace_instance(["irq_vectors:local_timer_entry", "nmi:nmi_handler"],
+                            root=fake_tracefs):
+            pass
+
+
 @pytest.mark.parametrize("options, message", [
     ({"cpu": 2}, "CPU 2 is not in .* has 2 CPU"),
     ({"events": ["local_timer_entry"]}, "'system:event' names"),
@@ -183,6 +200,24 @@ def test_real_recording_of_one_cpu():
     assert len(recorded) > 0 and set(recorded["cpu"]) == {0}
     assert set(recorded["event"]) <= {name.split(":")[1] for name in events}
     assert recorded.attrs["timestamp_unit"] == ("ticks" if instance.clock_is_counter else "s")
+
+
+@real
+def test_real_optional_events_recorded_when_offered():
+    """The default events bring the NMI and page-fault events this kernel offers; a named
+    event list brings none; an optional event the kernel lacks is listed, not refused."""
+    offered = tuple(event for event in tracefs.OPTIONAL_EVENTS
+                    if (REAL / "events" / event.replace(":", "/")).is_dir())
+    with trace_instance(cpu=0, duration=0.1) as instance:
+        assert instance.events == tracefs.NOISE_EVENTS + offered
+        assert instance.not_recorded == tuple(event for event in tracefs.OPTIONAL_EVENTS
+                                              if event not in offered)
+    with trace_instance(["sched:sched_switch"], cpu=0, duration=0.1) as instance:
+        assert instance.events == ("sched:sched_switch",) and instance.not_recorded == ()
+    with trace_instance(["sched:sched_switch"], cpu=0, duration=0.1,
+                        optional_events=["nmi:no_such_event"]) as instance:
+        assert instance.not_recorded == ("nmi:no_such_event",)
+    assert not instance.path.exists()
 
 
 @real

@@ -26,6 +26,11 @@ cause                     kind         events
 ``hrtimer:<function>``    hrtimer      ``timer:hrtimer_expire_entry`` → ``_exit``
 ``thread:<comm>``         thread       ``sched:sched_switch`` away from the measured thread,
                                        until it is switched back in
+``NMI``                   nmi          ``nmi:nmi_handler``, traced when the handler returns:
+                                       the ``delta_ns`` before it
+``page fault (user)``,    fault        ``exceptions:page_fault_user`` / ``_kernel``: no exit
+``page fault (kernel)``                event, so no duration: a row of time 0 in each detour
+                                       with faults, their number in ``attrs``
 ========================  ===========  ====================================================
 
 Nested activities (the tick's hrtimer callback inside the timer interrupt, an interrupt
@@ -50,12 +55,15 @@ import pandas as pd
 from ..base.checks import check_integer, check_positive
 
 __all__ = ["attribute_detours", "attribute_recording", "injected_noise_recovery", "INVISIBLE",
-           "KINDS", "COLUMNS", "VECTOR_CAUSES"]
+           "KINDS", "COLUMNS", "VECTOR_CAUSES", "FAULT_CAUSES"]
 
 #: the cause of detour time that no guest kernel event covers
 INVISIBLE = "not visible to the guest"
 #: the kinds of cause
-KINDS = ("timer", "irq", "softirq", "hrtimer", "thread", "invisible")
+KINDS = ("timer", "irq", "softirq", "hrtimer", "thread", "nmi", "fault", "invisible")
+#: page-fault event -> its cause (counted per detour, without duration)
+FAULT_CAUSES = {"page_fault_user": "page fault (user)",
+                "page_fault_kernel": "page fault (kernel)"}
 #: the columns of :func:`attribute_detours`
 COLUMNS = ("detour", "start", "length", "cause", "kind", "time")
 
@@ -65,6 +73,7 @@ _PAIRS = {
     "irq_handler_entry": ("irq_handler_exit", "irq"),
     "softirq_entry": ("softirq_exit", "softirq"),
     "hrtimer_expire_entry": ("hrtimer_expire_exit", "hrtimer"),
+    "nmi_entry": ("nmi_exit", "nmi"),  # made from nmi_handler and its delta (_nmi_intervals)
 }
 #: the other x86 interrupt vectors (``irq_vectors:*_entry`` and ``_exit``): inter-processor
 #: interrupts and APIC events, kind "irq", named here
@@ -101,6 +110,8 @@ class _Pieces:
 def _label(event: str, fields: dict, kind: str) -> str:
     if kind == "timer":
         return "timer interrupt"
+    if kind == "nmi":
+        return "NMI"
     if event.endswith("_entry") and event[:-6] in VECTOR_CAUSES:
         return VECTOR_CAUSES[event[:-6]]
     if kind == "irq":
@@ -259,6 +270,32 @@ def _check_events(events: pd.DataFrame) -> pd.DataFrame:
     return events.iloc[order].reset_index(drop=True)
 
 
+def _nmi_intervals(events: pd.DataFrame, tsc_hz: float) -> pd.DataFrame:
+    """The events with each ``nmi_handler`` (traced when the handler returns, with the time
+    it took in ``delta`` [s]) replaced by an ``nmi_entry`` that long before and an
+    ``nmi_exit`` at its timestamp, in time order."""
+    handlers = events["event"] == "nmi_handler"
+    if not handlers.any():
+        return events
+    ticks = events.loc[handlers, "ticks"].to_numpy(dtype=np.int64)
+    took = np.rint(np.clip(events.loc[handlers, "delta"].to_numpy(dtype=np.float64), 0, None)
+                   * tsc_hz).astype(np.int64)
+    intervals = pd.DataFrame({"ticks": np.concatenate((ticks - took, ticks)),
+                              "event": ["nmi_entry"] * ticks.size + ["nmi_exit"] * ticks.size})
+    merged = pd.concat([events[~handlers], intervals], ignore_index=True)
+    order = np.argsort(merged["ticks"].to_numpy(dtype=np.int64), kind="stable")
+    return merged.iloc[order].reset_index(drop=True)
+
+
+def _fault_counts(events: pd.DataFrame, starts: np.ndarray, ends: np.ndarray,
+                  slack: int) -> pd.DataFrame:
+    """Page faults per (detour, fault event) for the faults inside a detour."""
+    faults = events[events["event"].isin(FAULT_CAUSES)]
+    homes = _home_detours(faults["ticks"].to_numpy(dtype=np.int64), starts, ends, slack)
+    counts = pd.DataFrame({"detour": homes, "event": faults["event"].to_numpy()})
+    return counts.groupby(["detour", "event"]).size().rename("faults").reset_index()
+
+
 def _check_detours(detour_starts, detour_lengths) -> tuple[np.ndarray, np.ndarray]:
     starts = np.asarray(detour_starts)
     lengths = np.asarray(detour_lengths)
@@ -326,17 +363,23 @@ def attribute_detours(detour_starts, detour_lengths, events: pd.DataFrame, *, ts
         One row per (detour, cause), detours in order, causes by decreasing time:
         ``detour`` (int, index of the detour), ``start`` [s] since ``origin``,
         ``length`` [s] of the detour, ``cause`` (``"timer interrupt"``, ``"irq:<name>"``,
-        ``"softirq:<action>"``, ``"thread:<comm>"``, ``"hrtimer:<function>"`` or
-        :data:`INVISIBLE`), ``kind`` (``timer``, ``irq``, ``softirq``, ``thread``,
-        ``hrtimer``, ``invisible``) and ``time`` [s] of that cause inside the detour; the
+        ``"softirq:<action>"``, ``"thread:<comm>"``, ``"hrtimer:<function>"``, ``"NMI"``,
+        ``"page fault (user)"``, ``"page fault (kernel)"`` or :data:`INVISIBLE`), ``kind``
+        (one of :data:`KINDS`) and ``time`` [s] of that cause inside the detour; the
         invisible row holds the detour's time that no guest event covers and is absent
-        when events cover it all. ``attrs``: ``duration`` [s] (``origin`` to ``end``),
+        when events cover it all. Page faults have no exit event: their rows (kind
+        ``fault``) have time 0 and mark the detours with faults (a fault's time stays in
+        the cause it happened in, or in the invisible time). ``attrs``: ``duration`` [s]
+        (``origin`` to ``end``),
         ``cpu``, ``clock``, ``lost_events``, ``steal_time`` [s], ``tsc_hz``,
         ``measured_pid``, ``n_detours``, ``detour_time`` [s], ``thread_pids`` (comm → thread
         ids), and the evidence on invisible time: ``detours_without_guest_event``, their
         ``time_without_guest_event`` [s], ``rate_without_guest_event`` [1/s],
         ``largest_without_guest_event`` [s], and ``uncovered_in_guest_detours`` [s] (the
-        invisible time inside detours that do have guest events).
+        invisible time inside detours that do have guest events; a page fault counts as a
+        guest event), ``nmis`` (``nmi_handler`` events), ``page_faults`` (per fault cause:
+        ``in_detours`` and ``outside`` them) and ``page_faults_per_detour`` (detour →
+        number of faults in it).
 
     Raises
     ------
@@ -371,20 +414,30 @@ def attribute_detours(detour_starts, detour_lengths, events: pd.DataFrame, *, ts
                                                      if len(events) else 0)
     if measured_pid is None:
         measured_pid = _measured_pid(events)
-    timeline = _pieces(events, int(measured_pid), starts, ends, int(end), slack)
+    faults = _fault_counts(events, starts, ends, slack)
+    timeline = _pieces(_nmi_intervals(events, tsc_hz), int(measured_pid), starts, ends,
+                       int(end), slack)
     named = pd.DataFrame({"detour": timeline.detours, "cause_id": timeline.causes,
                           "ticks": timeline.ticks})
     named = named.groupby(["detour", "cause_id"], as_index=False, sort=False)["ticks"].sum()
     covered = np.bincount(named["detour"], weights=named["ticks"], minlength=starts.size)
     covered = covered.astype(np.int64)
     uncovered = lengths - covered
-    invisible_id = len(timeline.names)
-    names = np.array(timeline.names + [INVISIBLE], dtype=object)
-    kinds = np.array(timeline.kinds + ["invisible"], dtype=object)
+    fault_names = list(FAULT_CAUSES)
+    inside = faults[faults["detour"] >= 0]
+    counted = pd.DataFrame({"detour": inside["detour"].to_numpy(dtype=np.int64),
+                            "cause_id": len(timeline.names) + np.array(
+                                [fault_names.index(event) for event in inside["event"]],
+                                dtype=np.int64),
+                            "ticks": 0})
+    invisible_id = len(timeline.names) + len(fault_names)
+    names = np.array(timeline.names + list(FAULT_CAUSES.values()) + [INVISIBLE], dtype=object)
+    kinds = np.array(timeline.kinds + ["fault"] * len(fault_names) + ["invisible"],
+                     dtype=object)
     has_rest = uncovered > 0
     rest = pd.DataFrame({"detour": np.flatnonzero(has_rest), "cause_id": invisible_id,
                          "ticks": uncovered[has_rest]})
-    rows = pd.concat([named, rest], ignore_index=True)
+    rows = pd.concat([named, counted, rest], ignore_index=True)
     rows = rows.sort_values(["detour", "ticks"], ascending=[True, False], kind="stable")
     index = rows["detour"].to_numpy(dtype=np.int64)
     table = pd.DataFrame({
@@ -399,6 +452,7 @@ def attribute_detours(detour_starts, detour_lengths, events: pd.DataFrame, *, ts
     table["kind"] = table["kind"].astype(str)
 
     without = covered == 0
+    without[inside["detour"].to_numpy(dtype=np.int64)] = False  # a page fault is a guest event
     duration = (end - origin) / tsc_hz
     table.attrs.update(
         duration=duration, cpu=cpu, clock=clock, lost_events=lost_events,
@@ -412,6 +466,13 @@ def attribute_detours(detour_starts, detour_lengths, events: pd.DataFrame, *, ts
         largest_without_guest_event=(float(lengths[without].max() / tsc_hz)
                                      if without.any() else 0.0),
         uncovered_in_guest_detours=float(uncovered[~without].sum() / tsc_hz),
+        nmis=int((events["event"] == "nmi_handler").sum()),
+        page_faults={FAULT_CAUSES[event]: {
+            "in_detours": int(inside.loc[inside["event"] == event, "faults"].sum()),
+            "outside": int(faults.loc[(faults["event"] == event) & (faults["detour"] < 0),
+                                      "faults"].sum())} for event in FAULT_CAUSES},
+        page_faults_per_detour={int(detour): int(count) for detour, count
+                                in inside.groupby("detour")["faults"].sum().items()},
     )
     return table
 

@@ -33,7 +33,8 @@ from pathlib import Path
 
 __all__ = ["trace_instance", "TraceInstance", "TracefsError", "TracefsPermissionError",
            "TracefsNotMountedError", "EventNotAvailableError", "TRACEFS_ROOTS",
-           "NOISE_EVENTS", "remove_stale_instances", "buffer_size_kb", "cpu_mask", "mount_tracefs"]
+           "NOISE_EVENTS", "OPTIONAL_EVENTS", "remove_stale_instances", "buffer_size_kb",
+           "cpu_mask", "mount_tracefs"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +54,11 @@ NOISE_EVENTS = ("irq_vectors:local_timer_entry", "irq_vectors:local_timer_exit",
                 "irq:softirq_entry", "irq:softirq_exit",
                 "sched:sched_switch",
                 "timer:hrtimer_expire_entry", "timer:hrtimer_expire_exit")
+#: events recorded beside :data:`NOISE_EVENTS` when the kernel offers them (and listed in
+#: :attr:`TraceInstance.not_recorded` when it does not): NMI handlers, with the time each
+#: took, and page faults (no exit event: counted, without duration)
+OPTIONAL_EVENTS = ("nmi:nmi_handler", "exceptions:page_fault_user",
+                   "exceptions:page_fault_kernel")
 #: clocks whose timestamps are counter ticks rather than seconds
 COUNTER_CLOCKS = frozenset({"x86-tsc", "counter", "uptime"})
 #: the ``stats`` lines that count events lost
@@ -302,6 +308,9 @@ class TraceInstance:
         Per-CPU ring-buffer size. [KiB]
     removed_stale : list of pathlib.Path
         Instances of dead jitterlab processes removed at entry.
+    not_recorded : tuple of str
+        Optional events (:data:`OPTIONAL_EVENTS`) this kernel does not offer, so not
+        recorded.
     lost : dict
         After :meth:`stop`: ``{"overrun": n, "commit overrun": n, "dropped events": n}``
         for the recorded CPU (events overwritten or dropped because the buffer was full).
@@ -313,6 +322,7 @@ class TraceInstance:
     clock: str
     buffer_size_kb: int
     removed_stale: list[Path] = field(default_factory=list)
+    not_recorded: tuple[str, ...] = ()
     lost: dict[str, int] = field(default_factory=dict)
     stopped: bool = False
     pipe: int | None = field(default=None, repr=False)
@@ -383,6 +393,10 @@ class TraceInstance:
         return (self.path / "trace").read_text(errors="replace")
 
 
+def _offered(root: Path, event: str) -> bool:
+    return (root / "events" / event.replace(":", "/") / "enable").exists()
+
+
 def _check_events(root: Path, events) -> tuple[str, ...]:
     if isinstance(events, str):
         events = (events,)
@@ -391,8 +405,7 @@ def _check_events(root: Path, events) -> tuple[str, ...]:
                  if not isinstance(event, str) or event.count(":") != 1]
     if malformed or not events:
         raise ValueError(f"events must be 'system:event' names, got {malformed or events!r}")
-    missing = [event for event in events
-               if not (root / "events" / event.replace(":", "/") / "enable").exists()]
+    missing = [event for event in events if not _offered(root, event)]
     if missing:
         raise EventNotAvailableError(
             f"event(s) not available in this kernel's tracefs ({root / 'events'}): "
@@ -417,13 +430,20 @@ def _choose_clock(path: Path, clock: str) -> str:
 @contextlib.contextmanager
 def trace_instance(events=NOISE_EVENTS, cpu: int = 0, duration: float = 10.0, *,
                    root=None, clock: str = "x86-tsc", events_per_second: float = 20_000.0,
-                   buffer_kb: int | None = None):
+                   buffer_kb: int | None = None, optional_events=None):
     """Record kernel events of one CPU in a private tracefs instance.
 
     Parameters
     ----------
     events : sequence of str
-        Events as ``"system:event"`` (default :data:`NOISE_EVENTS`).
+        Events as ``"system:event"`` (default :data:`NOISE_EVENTS`); each must be offered
+        by the kernel (else :class:`EventNotAvailableError`).
+    optional_events : sequence of str, optional
+        Events recorded too when the kernel offers them; those it does not offer are listed
+        in :attr:`TraceInstance.not_recorded` (and logged), without an error. Default:
+        :data:`OPTIONAL_EVENTS` with the default ``events``, none with events the caller
+        named (ask for an optional event by naming it in ``events``: then a kernel without
+        it is an error).
     cpu : int
         The CPU whose events are recorded (``tracing_cpumask``).
     duration : float
@@ -475,7 +495,15 @@ def trace_instance(events=NOISE_EVENTS, cpu: int = 0, duration: float = 10.0, *,
     if not (tracefs / "per_cpu" / f"cpu{cpu}").is_dir():
         raise ValueError(f"CPU {cpu} is not in {tracefs / 'per_cpu'}: this machine has "
                          f"{len(list((tracefs / 'per_cpu').glob('cpu*')))} CPU(s)")
+    if optional_events is None:
+        optional_events = OPTIONAL_EVENTS if tuple(events) == NOISE_EVENTS else ()
     events = _check_events(tracefs, events)
+    optional = [event for event in dict.fromkeys(optional_events) if event not in events]
+    not_recorded = tuple(event for event in optional if not _offered(tracefs, event))
+    if not_recorded:
+        logger.info("not recorded (this kernel does not offer them): %s",
+                    ", ".join(not_recorded))
+    events += tuple(event for event in optional if event not in not_recorded)
     size_kb = buffer_size_kb(duration, events_per_second)
     if buffer_kb is not None:
         if not isinstance(buffer_kb, int) or isinstance(buffer_kb, bool) or buffer_kb < 1:
@@ -496,7 +524,8 @@ def trace_instance(events=NOISE_EVENTS, cpu: int = 0, duration: float = 10.0, *,
         for event in events:
             _write(path / "events" / event.replace(":", "/") / "enable", "1")
         instance = TraceInstance(path=path, cpu=cpu, events=events, clock=chosen,
-                                 buffer_size_kb=size_kb, removed_stale=removed)
+                                 buffer_size_kb=size_kb, removed_stale=removed,
+                                 not_recorded=not_recorded)
         _write(path / "tracing_on", "1")
         try:
             yield instance
