@@ -101,6 +101,10 @@ def test_help_runs_as_a_module(helps, name):
 BAD_ARGUMENTS = [
     (record_measurements.main, ["--only", "everything"], "invalid choice: 'everything'"),
     (record_measurements.main, ["--cpus", "one"], "argument --cpus: invalid"),
+    (record_measurements.main, ["--pb-seconds", "0"], "--pb-seconds must be positive, got 0.0"),
+    (record_measurements.main, ["--bsp-polled-pairs", "-1"],
+     "--bsp-polled-pairs must be at least 0, got -1"),
+    (record_measurements.main, ["--pb-work=-3e-4"], "--pb-work must be positive"),
     (record_measurements.main, ["--only", "latency", "--variants", "no_bcast", "--dry-run"],
      "no measurement of latency has a variant"),
     (run_ross_phold.main, ["out.csv", "--reps", "0"], "--reps must be at least 1, got 0"),

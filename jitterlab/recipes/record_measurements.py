@@ -214,6 +214,27 @@ def executable_argv(argv: list[str]) -> list[str]:
 
 
 
+#: the options whose defaults are those of the full recording or of ``--quick``
+#: (:data:`~jitterlab.recipes.measurement_plan.FULL`, ``QUICK``): name -> (type, what)
+SIZE_OPTIONS = {
+    "detour_seconds": (float, "length of each fixed-threshold detour trace [s]"),
+    "default_threshold_seconds": (float, "length of each default-threshold detour trace [s]"),
+    "fwq_seconds": (float, "about this many seconds of samples per FWQ quantum"),
+    "pb_seconds": (float, "length of each Parallel Benchmark run [s]"),
+    "latency_round_trips": (int, "ping-pong round trips per pair of ranks of each latency "
+                            "run"),
+    "latency_barriers": (int, "empty barriers of each latency run"),
+    "session_detour_seconds": (float, "length of each detour trace of the jitSim session "
+                               "[s]"),
+    "session_pb_seconds": (float, "length of each compute-barrier loop of the jitSim "
+                           "session [s]"),
+    "bsp_phases": (int, "phases of each BSP run"),
+    "bsp_polled_pairs": (int, "pairs of BSP runs (without/with the injector) with the "
+                         "polled collective"),
+    "bsp_blocking_pairs": (int, "pairs of BSP runs with the blocking barrier"),
+}
+
+
 def recorded_command(argv: list[str]) -> str:
     """The command of a recording as the manifest records it (``recorded_with``)."""
     return shlex.join([*shlex.split(PROGRAM), *argv])
@@ -249,58 +270,42 @@ def parse_args(argv=None):
                         default=None,
                         help="comma-separated CPUs for the detour traces (default: every "
                         "CPU this process may use)")
-    parser.add_argument("--detour-seconds", type=float, default=None,
-                        help="length of each fixed-threshold detour trace (default 60)")
     parser.add_argument("--threshold-ns", type=float, default=300.0,
                         help="fixed detour threshold in ns (default 300, as the sysjitter "
                         "reference)")
-    parser.add_argument("--default-threshold-seconds", type=float, default=None,
-                        help="length of each default-threshold detour trace (default 5)")
-    parser.add_argument("--fwq-seconds", type=float, default=None,
-                        help="about this many seconds of samples per FWQ quantum "
-                        "(default 60)")
     parser.add_argument("--fwq-cpu", type=int, default=None,
                         help="CPU of the FWQ runs (default: the highest-numbered CPU)")
-    parser.add_argument("--pb-seconds", type=float, default=None,
-                        help="length of each Parallel Benchmark run (default 60)")
     parser.add_argument("--pb-max-samples", type=int, default=4000,
                         help="raw samples kept per rank of each PB run (its histograms count "
                         "every iteration; default 4000)")
     parser.add_argument("--pb-work", type=float, default=300e-6,
                         help="work quantum w of the PB runs in seconds (default 300e-6)")
-    parser.add_argument("--latency-round-trips", type=int, default=None,
-                        help="ping-pong round trips per pair of ranks of each latency run "
-                        "(default 1000)")
-    parser.add_argument("--latency-barriers", type=int, default=None,
-                        help="empty barriers of each latency run (default 5000)")
     parser.add_argument("--works", nargs="+", type=float, default=None,
                         help="of the steps chosen, record only the files of these work "
                         "quanta in seconds (e.g. --only pb --works 0.013 0.083)")
-    parser.add_argument("--session-detour-seconds", type=float, default=None,
-                        help="length of each detour trace of the jitSim session (default 15)")
-    parser.add_argument("--session-pb-seconds", type=float, default=None,
-                        help="length of each compute-barrier loop of the jitSim session "
-                        "(default 20)")
     parser.add_argument("--session-max-samples", type=int, default=1000,
                         help="raw samples kept per rank of each session loop (its "
                         "histograms count every iteration; default 1000)")
-    parser.add_argument("--bsp-phases", type=int, default=None,
-                        help="phases of each BSP run (default 1000)")
-    parser.add_argument("--bsp-polled-pairs", type=int, default=None,
-                        help="pairs of BSP runs (without/with the injector) with the polled "
-                        "collective (default 4)")
-    parser.add_argument("--bsp-blocking-pairs", type=int, default=None,
-                        help="pairs of BSP runs with the blocking barrier (default 2)")
     parser.add_argument("--wait-load", type=float, default=None,
                         help="before the first BSP run, wait until the 1-minute load average "
                         "is at most this (see --wait-seconds)")
     parser.add_argument("--wait-seconds", type=float, default=600.0,
                         help="wait at most this long for --wait-load (default 600)")
+    for key, (kind, what) in SIZE_OPTIONS.items():
+        parser.add_argument("--" + key.replace("_", "-"), type=kind, default=None,
+                            help=f"{what} (default {FULL[key]:g}, with --quick "
+                            f"{QUICK[key]:g})")
     parser.add_argument("--output", type=Path, default=OUTPUT,
                         help=f"folder of the measurements (default {OUTPUT.relative_to(ROOT)})")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the commands and exit")
     args = parser.parse_args(argv)
+    for key in (*SIZE_OPTIONS, "threshold_ns", "pb_max_samples", "pb_work",
+                "session_max_samples", "wait_seconds"):
+        value = getattr(args, key)
+        if value is not None and (value < 0 if key.endswith("_pairs") else not value > 0):
+            parser.error(f"--{key.replace('_', '-')} must be "
+                         f"{'at least 0' if key.endswith('_pairs') else 'positive'}, got {value}")
     defaults = QUICK if args.quick else FULL
     for key, value in defaults.items():
         if getattr(args, key) is None:
