@@ -34,6 +34,7 @@ import time
 import warnings
 from pathlib import Path
 
+import pytest
 from hypothesis import settings
 
 os.environ.setdefault("JUPYTER_PLATFORM_DIRS", "1")
@@ -62,10 +63,24 @@ WARM_UP_MODULES = 10  # test files in a session from which the numba warm-up sta
 WARM_UP_NICE = 9
 
 
-def warm_numba_cache() -> None:
+def xdist_worker() -> str | None:
+    """The pytest-xdist worker this process is (``gw0``, ``gw1``, ...), None outside xdist."""
+    return os.environ.get("PYTEST_XDIST_WORKER")
+
+
+def warm_up_wanted(items) -> bool:
+    """True for a session whose tests come from ``WARM_UP_MODULES`` or more files, or with
+    ``JITTERLAB_NUMBA_WARM_UP=1``; never with ``=0``."""
+    wanted = os.environ.get("JITTERLAB_NUMBA_WARM_UP", "")
+    modules = {item.nodeid.split("::")[0] for item in items}
+    return wanted == "1" or (wanted != "0" and len(modules) >= WARM_UP_MODULES)
+
+
+def warm_numba_cache() -> str:
     """Compile (or load from the cache) the numba kernels that the tests and notebooks call,
     through the public API on small inputs: first the one-thread variants, then the parallel
-    ones (:func:`jitterlab.threads.kernel_threads` picks either, by the free CPUs)."""
+    ones (:func:`jitterlab.threads.kernel_threads` picks either, by the free CPUs); returns
+    what it did, in one line."""
     import numba
     import numpy as np
 
@@ -129,13 +144,23 @@ def warm_numba_cache() -> None:
             del os.environ["JITTERLAB_THREADS"]
         else:
             os.environ["JITTERLAB_THREADS"] = threads_setting
-    print(f"numba warm-up: {len(calls)} calls, twice, in {time.monotonic() - started:.0f} s")
+    return f"numba warm-up: {len(calls)} calls, twice, in {time.monotonic() - started:.0f} s"
+
+
+@pytest.fixture(scope="session")
+def numba_warm_up(request) -> str:
+    """Under pytest-xdist, in the worker that runs the notebooks (``tests/test_browser.py``):
+    the numba kernels compiled into the cache, or loaded, in this process before the notebooks'
+    kernels start, so that these load them instead of each compiling them; the other worker's
+    tests meanwhile compile what they reach first. Returns what it did ("" when it did
+    nothing: outside xdist the warm-up is a subprocess started after collection)."""
+    if xdist_worker() is None or not warm_up_wanted(request.session.items):
+        return ""
+    return warm_numba_cache() + f" (in the notebooks' worker, {xdist_worker()})"
 
 
 def _start_warm_up(session) -> None:
-    wanted = os.environ.get("JITTERLAB_NUMBA_WARM_UP", "")
-    modules = {item.nodeid.split("::")[0] for item in session.items}
-    if wanted == "0" or (wanted != "1" and len(modules) < WARM_UP_MODULES):
+    if not warm_up_wanted(session.items):
         return
     log = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
     process = subprocess.Popen(
@@ -175,14 +200,18 @@ class WarmUp:
 def pytest_collection_finish(session):
     """Start the notebooks' JupyterLab run if it is to overlap the other tests
     (``tests/test_browser.py``: ``start_in_background``; it warms the numba cache first),
-    else the numba warm-up alone."""
+    else the numba warm-up alone. Under pytest-xdist (each worker collects) the worker that
+    runs the notebooks warms the cache itself first (the fixture ``numba_warm_up``); a session
+    without them starts the warm-up subprocess from worker ``gw0`` only."""
     if session.config.option.collectonly:
         return
     items = [item for item in session.items if _needs_notebook_runs(item)]
-    if items:
+    worker = xdist_worker()
+    if items and worker is None:
         paths = list(dict.fromkeys(item.callspec.params["path"] for item in items))
         items[0].module.start_in_background(session.config, paths)
-    if getattr(session.config, "jitterlab_browser_run", None) is None:
+    if getattr(session.config, "jitterlab_browser_run", None) is None and (
+            worker is None or (worker == "gw0" and not items)):
         _start_warm_up(session)
 
 
@@ -210,4 +239,4 @@ def pytest_unconfigure(config):
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--warm-numba-cache"]:
-    warm_numba_cache()
+    print(warm_numba_cache())

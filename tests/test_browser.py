@@ -25,8 +25,13 @@ which follows nbval's rules and whose agreement with nbval is tested here).
 
 A screenshot of each notebook goes to ``reports/browser/NAME.png`` (a long one continues
 in ``NAME-2.png``, ...; ``reports/`` is not tracked), the run times to ``summary.txt``.
-``JITTERLAB_BROWSER_PAGES`` (default 2) notebooks run at once, each in its own kernel.
-The notebook tests run at the end of the session. With ``JITTERLAB_BROWSER_BACKGROUND=1``
+``JITTERLAB_BROWSER_PAGES`` (default 2) notebooks run at once, each in its own kernel; the
+next one's Run All starts as soon as one is idle, before that one is saved and photographed.
+Under pytest-xdist (CI: ``-n 2 --dist loadgroup``) the notebook tests are one group
+(``NOTEBOOK_GROUP``), the largest, so one worker starts it first and warms the numba cache
+before JupyterLab (``numba_warm_up`` of ``tests/conftest.py``) while the other worker takes
+the other tests. In one process the notebook tests run at the end of the session. With
+``JITTERLAB_BROWSER_BACKGROUND=1``
 the run starts instead in a subprocess (this file run as a script) as soon as pytest has
 collected the tests (``tests/conftest.py``), beside the other tests, and the notebook tests
 collect its results (on 2 CPUs this was not faster: see ``BACKGROUND``); that subprocess
@@ -78,6 +83,9 @@ BACKGROUND = os.environ.get("JITTERLAB_BROWSER_BACKGROUND", "0") == "1"
 # the tests that need the notebooks' runs (moved to the end of the session by conftest.py)
 NOTEBOOK_TESTS = ("test_notebook_runs_in_jupyterlab",
                   "test_checked_outputs_match_the_committed_ones")
+# under pytest-xdist (``-n 2 --dist loadgroup``, as CI runs) these tests are one unit of work:
+# the largest, so one worker starts them first, while the other takes the rest of the tests
+NOTEBOOK_GROUP = "notebooks"
 
 # JupyterLab settings for the run: every cell attached to the page (so that the checks see
 # them all), the notebook's kernel started without asking, no autosave, no news or update
@@ -433,16 +441,23 @@ def run_notebooks(paths, server: Server, chromium: str, pages: int) -> dict[str,
         browser = playwright.chromium.launch(executable_path=chromium, headless=True)
         try:
             running: list[Run] = []
-            while waiting or running:
+            opened = 0
+
+            def start_waiting():
+                nonlocal opened
                 while waiting and len(running) < pages:
                     run = waiting.pop(0)
                     run.page = browser.new_page(viewport={"width": 1280, "height": 900})
+                    opened += 1
                     try:
-                        _open_and_run_all(run.page, server, run, f"w{len(done) + len(running)}")
+                        _open_and_run_all(run.page, server, run, f"w{opened}")
                         running.append(run)
                     except Exception as error:  # noqa: BLE001 - a failure of this notebook
                         run.problems.append(f"could not open and run it: {error}")
                         done[run.path.name] = _close(run)
+
+            while waiting or running:
+                start_waiting()
                 for run in list(running):
                     try:
                         finished = _finished(run)
@@ -454,13 +469,16 @@ def run_notebooks(paths, server: Server, chromium: str, pages: int) -> dict[str,
                         run.seconds = time.monotonic() - run.started
                         if timed_out and not finished:
                             run.problems.append(f"not idle after {NOTEBOOK_TIMEOUT:g} s")
+                        # the next notebook's Run All goes on while this one is saved,
+                        # checked and photographed (its kernel is idle by now)
+                        running.remove(run)
+                        start_waiting()
                         try:
                             _save(run, server)
                             _check(run)
                             _screenshot(run)
                         except Exception as error:  # noqa: BLE001
                             run.problems.append(f"checking the page failed: {error}")
-                        running.remove(run)
                         done[run.path.name] = _close(run)
                 time.sleep(0.5)
         finally:
@@ -610,10 +628,10 @@ def start_in_background(config, paths) -> None:
 
 
 @pytest.fixture(scope="module")
-def notebook_runs(request):
+def notebook_runs(request, numba_warm_up):
     """Each selected notebook executed once: in JupyterLab when Chromium is there (from
     the background run if it covers them), else headless; with the committed copy it ran
-    from."""
+    from. Under pytest-xdist the numba cache is warmed first (``numba_warm_up``)."""
     selected = list(dict.fromkeys(
         item.callspec.params["path"] for item in request.session.items
         if getattr(item, "originalname", "") in NOTEBOOK_TESTS))
@@ -646,11 +664,13 @@ def notebook_runs(request):
         how += ", in the background beside the other tests"
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     (SCREENSHOTS / "summary.txt").write_text(
-        f"{len(runs)} notebooks, {how}, {total:.0f} s in all\n" + "\n".join(lines) + "\n")
+        f"{len(runs)} notebooks, {how}, {total:.0f} s in all\n" + "\n".join(lines) + "\n"
+        + (f"before them, {numba_warm_up}\n" if numba_warm_up else ""))
     return runs
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group(NOTEBOOK_GROUP)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs_in_jupyterlab(chromium, notebook_runs, path):
     run = notebook_runs[path.name]
@@ -659,6 +679,7 @@ def test_notebook_runs_in_jupyterlab(chromium, notebook_runs, path):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group(NOTEBOOK_GROUP)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_checked_outputs_match_the_committed_ones(notebook_runs, path):
     """What nbval checked, on the one execution above: no cell raised, and each checked
@@ -788,7 +809,7 @@ def main(argv) -> int:
         # beside the tests (which did, in a fresh clone, when this run started at once)
         from conftest import warm_numba_cache
 
-        warm_numba_cache()
+        print(warm_numba_cache())
     write_runs(run_in_jupyterlab(paths, chromium), folder)
     # time.monotonic is one clock for the whole machine (CLOCK_MONOTONIC): the parent
     # reads when the run ended, not when it collected the results
