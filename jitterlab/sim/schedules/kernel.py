@@ -34,15 +34,23 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ...traces.schedule import ANY_SOURCE, ANY_TAG
+from .arguments import channels, schedule_arguments, step_major_order, successors
+from .costs import (
+    DELTA,
+    NO_NOISE,
+    TRACE,
+    operation_noise,
+    per_byte,
+    receive_bytes,
+)
+from .sorting import std_sort
 
 __all__ = ["simulate_arrays", "simulate_with_times", "new_operation_times", "TIME_FIELDS",
            "START", "CPU_START", "CPU_END", "NOISE", "COMPLETE", "channels", "successors",
-           "schedule_arguments", "NO_NOISE", "TRACE", "DELTA"]
+           "schedule_arguments", "step_major_order", "std_sort", "NO_NOISE", "TRACE",
+           "DELTA"]
 
-NO_NOISE, TRACE, DELTA = 0, 1, 2
 _SEND, _RECV, _CALC = 1, 2, 3
-_THRESHOLD = 16  # libstdc++ std::sort: _S_threshold
 
 #: rows of the per-operation times of :func:`simulate_with_times` (see its docstring)
 TIME_FIELDS = ("start", "cpu_start", "cpu_end", "noise", "complete")
@@ -53,141 +61,6 @@ def new_operation_times(n_operations: int) -> np.ndarray:
     """An int64 array (len(TIME_FIELDS), n_operations) of −1 for :func:`simulate_with_times`
     to fill (−1 stays where an operation never got there)."""
     return np.full((len(TIME_FIELDS), n_operations), -1, dtype=np.int64)
-
-
-# --------------------------------------------------------------------------------------
-# libstdc++'s std::sort (GCC 12, bits/stl_algo.h and stl_heap.h) on buf[lo:hi], key
-# kind[buf[i]]: the order it leaves equal kinds in is part of LogGOPSim's semantics.
-
-@numba.njit(cache=True, inline="always")
-def _less(kind, a, b):
-    return kind[a] < kind[b]
-
-
-@numba.njit(cache=True)
-def _adjust_heap(buf, first, hole, length, value, kind):
-    top = hole
-    second = hole
-    while second < (length - 1) // 2:
-        second = 2 * (second + 1)
-        if _less(kind, buf[first + second], buf[first + second - 1]):
-            second -= 1
-        buf[first + hole] = buf[first + second]
-        hole = second
-    if (length & 1) == 0 and second == (length - 2) // 2:
-        second = 2 * (second + 1)
-        buf[first + hole] = buf[first + second - 1]
-        hole = second - 1
-    parent = (hole - 1) // 2
-    while hole > top and _less(kind, buf[first + parent], value):
-        buf[first + hole] = buf[first + parent]
-        hole = parent
-        parent = (hole - 1) // 2
-    buf[first + hole] = value
-
-
-@numba.njit(cache=True)
-def _heap_sort(buf, first, last, kind):
-    length = last - first
-    if length >= 2:
-        parent = (length - 2) // 2
-        while True:
-            _adjust_heap(buf, first, parent, length, buf[first + parent], kind)
-            if parent == 0:
-                break
-            parent -= 1
-    while last - first > 1:
-        last -= 1
-        value = buf[last]
-        buf[last] = buf[first]
-        _adjust_heap(buf, first, 0, last - first, value, kind)
-
-
-@numba.njit(cache=True)
-def _introsort_loop(buf, first, last, depth, kind):
-    """libstdc++'s __introsort_loop; its recursion into the right part becomes a stack
-    (the parts are disjoint, so the order they are sorted in changes nothing)."""
-    stack = np.empty((128, 3), dtype=np.int64)
-    top = 0
-    stack[0, 0], stack[0, 1], stack[0, 2] = first, last, depth
-    top = 1
-    while top > 0:
-        top -= 1
-        first, last, depth = stack[top, 0], stack[top, 1], stack[top, 2]
-        while last - first > _THRESHOLD:
-            if depth == 0:
-                _heap_sort(buf, first, last, kind)
-                break
-            depth -= 1
-            a, b, c = first + 1, first + (last - first) // 2, last - 1
-            if _less(kind, buf[a], buf[b]):
-                if _less(kind, buf[b], buf[c]):
-                    pick = b
-                elif _less(kind, buf[a], buf[c]):
-                    pick = c
-                else:
-                    pick = a
-            elif _less(kind, buf[a], buf[c]):
-                pick = a
-            elif _less(kind, buf[b], buf[c]):
-                pick = c
-            else:
-                pick = b
-            buf[first], buf[pick] = buf[pick], buf[first]
-            lo, hi = first + 1, last
-            while True:
-                while _less(kind, buf[lo], buf[first]):
-                    lo += 1
-                hi -= 1
-                while _less(kind, buf[first], buf[hi]):
-                    hi -= 1
-                if not lo < hi:
-                    break
-                buf[lo], buf[hi] = buf[hi], buf[lo]
-                lo += 1
-            stack[top, 0], stack[top, 1], stack[top, 2] = lo, last, depth
-            top += 1
-            last = lo
-
-
-@numba.njit(cache=True)
-def _linear_insert(buf, i, kind):
-    value = buf[i]
-    j = i - 1
-    while _less(kind, value, buf[j]):
-        buf[j + 1] = buf[j]
-        j -= 1
-    buf[j + 1] = value
-
-
-@numba.njit(cache=True)
-def _insertion_sort(buf, first, last, kind):
-    for i in range(first + 1, last):
-        if _less(kind, buf[i], buf[first]):
-            value = buf[i]
-            for j in range(i, first, -1):
-                buf[j] = buf[j - 1]
-            buf[first] = value
-        else:
-            _linear_insert(buf, i, kind)
-
-
-@numba.njit(cache=True)
-def std_sort(buf, first, last, kind):
-    """Sort ``buf[first:last]`` by ``kind[buf[i]]`` exactly as libstdc++'s std::sort."""
-    n = last - first
-    if n < 2:
-        return
-    depth = 0
-    while (1 << (depth + 1)) <= n:
-        depth += 1
-    _introsort_loop(buf, first, last, 2 * depth, kind)
-    if n > _THRESHOLD:
-        _insertion_sort(buf, first, first + _THRESHOLD, kind)
-        for i in range(first + _THRESHOLD, last):
-            _linear_insert(buf, i, kind)
-    else:
-        _insertion_sort(buf, first, last, kind)
 
 
 # --------------------------------------------------------------------------------------
@@ -215,202 +88,12 @@ def _resized(array, capacity):
 
 
 # --------------------------------------------------------------------------------------
-# set-up helpers
-
-@numba.njit(cache=True)
-def _mix(a, b, c):
-    h = np.uint64(a) * np.uint64(0x9E3779B97F4A7C15)
-    h ^= np.uint64(b) + np.uint64(0x632BE59BD9B4E019) + (h << np.uint64(6)) + (h >> np.uint64(2))
-    h ^= np.uint64(c) * np.uint64(0xBF58476D1CE4E5B9)
-    h ^= h >> np.uint64(31)
-    return h
-
-
-@numba.njit(cache=True)
-def channels(kind, rank, peer, tag):
-    """Channel of every send and receive: one id per (receiver, sender, tag) [−1 for a
-    calc], and the number of channels (an open-addressing hash table)."""
-    n = kind.size
-    comm = 0
-    for i in range(n):
-        if kind[i] != _CALC:
-            comm += 1
-    capacity = 16  # more slots than channels (at most comm; comm / 2 when all match)
-    while capacity <= comm:
-        capacity *= 2
-    mask = np.uint64(capacity - 1)
-    table = np.empty((capacity, 3), dtype=np.int64)  # receiver·2^32 + sender, tag, id
-    table[:, 2] = -1
-    out = np.full(n, -1, dtype=np.int64)
-    count = 0
-    for i in range(n):
-        if kind[i] == _CALC:
-            continue
-        if kind[i] == _SEND:
-            receiver, sender = np.int64(peer[i]), np.int64(rank[i])
-        else:
-            receiver, sender = np.int64(rank[i]), np.int64(peer[i])
-        t = tag[i]
-        pair = (receiver << 32) | sender  # ranks < 2^31
-        slot = _mix(receiver, sender, t) & mask
-        while True:
-            s = np.int64(slot)
-            if table[s, 2] < 0:
-                table[s, 0], table[s, 1], table[s, 2] = pair, t, count
-                out[i] = count
-                count += 1
-                break
-            if table[s, 0] == pair and table[s, 1] == t:
-                out[i] = table[s, 2]
-                break
-            slot = (slot + np.uint64(1)) & mask
-    return out, count
-
-
-@numba.njit(cache=True)
-def successors(n, offsets, targets):
-    """Reverse a CSR of "i waits for targets": for every operation b the operations that
-    wait for it, in increasing index order; and each operation's number of waits."""
-    counts = np.zeros(n + 1, dtype=np.int64)
-    for k in range(targets.size):
-        counts[targets[k] + 1] += 1
-    for i in range(n):
-        counts[i + 1] += counts[i]
-    out = np.empty(targets.size, dtype=np.int64)
-    fill = counts[:n].copy()
-    for i in range(n):
-        for k in range(offsets[i], offsets[i + 1]):
-            b = targets[k]
-            out[fill[b]] = i
-            fill[b] += 1
-    return counts, out
-
-
-def schedule_arguments(schedule, params, resolution: float = 1e-12) -> tuple:
-    """The arguments of :func:`simulate_with_times` from ``kind`` to ``eager_limit``.
-
-    Parameters
-    ----------
-    schedule : Schedule
-        The schedule (its columns and CSR dependencies).
-    params : LogGOPS
-        Its costs [s]; ``S=None`` makes every message eager.
-    resolution : float
-        The tick: costs and calc durations are rounded to it. [s]
-
-    Examples
-    --------
-    >>> import jitterlab as jl
-    >>> from jitterlab.schedules import SEND, RECV, kernel
-    >>> ping = jl.Schedule(2, kind=[SEND, RECV], rank=[0, 1], peer=[1, 0], size=[8, 8])
-    >>> args = kernel.schedule_arguments(ping, jl.LogGOPS.from_loggopsim())
-    >>> times, end = kernel.new_operation_times(2), np.zeros(2, dtype=np.int64)
-    >>> none = np.zeros(2, dtype=np.int64)
-    >>> _ = kernel.simulate_with_times(*args, kernel.NO_NOISE, none, none, none, none[:0],
-    ...                                times, end)
-    >>> (times[kernel.CPU_END] // 1000).tolist()  # o; o + L + o + 7 G [ns]
-    [1500, 5542]
-    """
-    s = schedule
-    n = s.n_operations
-    calc = np.rint(s.duration / resolution).astype(np.int64)
-    succ_offsets, succ = successors(n, s.requires_offsets, s.requires)
-    isucc_offsets, isucc = successors(n, s.irequires_offsets, s.irequires)
-    waits = (np.diff(s.requires_offsets) + np.diff(s.irequires_offsets)).astype(np.int64)
-    comm = s.kind != _CALC
-    exact = not bool(np.any(comm & (s.tag == ANY_TAG))
-                     or np.any((s.kind == _RECV) & (s.peer == ANY_SOURCE)))
-    if exact:
-        channel, n_channels = channels(s.kind, s.rank, s.peer, s.tag)
-    else:  # one queue per receiving host, searched in posting order
-        channel = np.where(s.kind == _SEND, s.peer, s.rank).astype(np.int64)
-        n_channels = s.num_ranks
-    n_cpus = int(s.cpu.max()) + 1 if n else 1
-    n_nics = int(s.nic.max()) + 1 if n else 1
-    ticks = [int(np.rint(getattr(params, name) / resolution))
-             for name in ("L", "o", "g", "G", "O")]
-    eager_limit = 2**62 if params.S is None else int(params.S)
-    return (s.kind, s.rank, s.peer, s.size, s.tag, calc, s.cpu, s.nic, s.rank_offsets,
-            succ_offsets, succ, isucc_offsets, isucc, waits, channel, n_channels, exact,
-            n_cpus, n_nics, *ticks, eager_limit)
-
-
-# --------------------------------------------------------------------------------------
-# noise
-
-@numba.njit(cache=True)
-def _trace_noise(trc_start, trc_dur, trctime, rank_time, start, length):
-    """LogGOPSim's Noise::get_noise for CPU time [start, start + length) of one rank."""
-    n = trc_start.size
-    modulus = trc_start[n - 1] - length
-    x = (start + rank_time) % modulus
-    pos = 0
-    end_last = 0
-    if x > trc_start[0]:
-        lo, hi = 0, n - 1  # last index with trc_start <= x (x < trc_start[n-1])
-        while hi - lo > 1:
-            mid = (lo + hi) >> 1
-            if trc_start[mid] <= x:
-                lo = mid
-            else:
-                hi = mid
-        pos = lo
-        end_last = trc_start[pos] + trc_dur[pos]
-    noise = 0
-    if end_last > x:
-        noise = end_last - x
-    end = x + length
-    if pos == n - 1:
-        end -= trctime
-        pos = 0
-    while end > trc_start[pos + 1]:
-        pos += 1
-        noise += trc_dur[pos]
-        if pos == n - 1:
-            end -= trctime
-            pos = 0
-    return noise
-
-
-@numba.njit(cache=True, inline="always")
-def _noise(mode, index, host, start, length, trc_start, trc_dur, rank_time, delta):
-    if mode == TRACE:
-        return _trace_noise(trc_start, trc_dur, trc_start[trc_start.size - 1],
-                            rank_time[host], start, length)
-    if mode == DELTA:
-        return delta[index]
-    return 0
-
-
-@numba.njit(cache=True, inline="always")
-def _per_byte(size, cost):
-    """(size − 1)·cost in LogGOPSim's unsigned arithmetic: −cost for a 0-byte message."""
-    return (size - 1) * cost
-
-
-@numba.njit(cache=True, inline="always")
-def _receive_bytes(size, big_o, big_g):
-    """LogGOPSim's max((s−1)·O, (s−1)·G), compared as unsigned 64-bit numbers."""
-    a = (size - 1) * big_o
-    b = (size - 1) * big_g
-    if size >= 1:
-        return max(a, b)
-    # s = 0: the products are −O and −G wrapped to 2**64 − O and 2**64 − G; a zero
-    # product is the smallest unsigned number
-    if big_o == 0:
-        return b
-    if big_g == 0:
-        return a
-    return max(a, b)
-
-
-# --------------------------------------------------------------------------------------
 # the event loop
 
 @numba.njit(cache=True)
-def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
-                    succ_offsets, succ, isucc_offsets, isucc, waits, channel, n_channels,
-                    exact, n_cpus, n_nics, latency, overhead, gap, gap_per_byte,
+def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets, placement,
+                    origin, succ_offsets, succ, isucc_offsets, isucc, waits, channel,
+                    n_channels, exact, n_cpus, n_nics, latency, overhead, gap, gap_per_byte,
                     overhead_per_byte, eager_limit, mode, trc_start, trc_dur, rank_time,
                     delta, op_start, op_end, end_out):
     """Run the schedule once; fill ``end_out[host]`` (the latest CPU free time [ticks]).
@@ -425,10 +108,10 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
     keep = op_start.size == n
     times = np.full((len(TIME_FIELDS), n if keep else 0), -1, dtype=np.int64)
     result = simulate_with_times(
-        kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets, succ_offsets, succ,
-        isucc_offsets, isucc, waits, channel, n_channels, exact, n_cpus, n_nics, latency,
-        overhead, gap, gap_per_byte, overhead_per_byte, eager_limit, mode, trc_start,
-        trc_dur, rank_time, delta, times, end_out)
+        kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets, placement, origin,
+        succ_offsets, succ, isucc_offsets, isucc, waits, channel, n_channels, exact, n_cpus,
+        n_nics, latency, overhead, gap, gap_per_byte, overhead_per_byte, eager_limit, mode,
+        trc_start, trc_dur, rank_time, delta, times, end_out)
     if keep:
         op_start[:] = times[START]
         op_end[:] = times[COMPLETE]
@@ -437,8 +120,8 @@ def simulate_arrays(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
 
 @numba.njit(cache=True)
 def simulate_with_times(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
-                        succ_offsets, succ, isucc_offsets, isucc, waits, channel,
-                        n_channels, exact, n_cpus, n_nics, latency, overhead, gap,
+                        placement, origin, succ_offsets, succ, isucc_offsets, isucc, waits,
+                        channel, n_channels, exact, n_cpus, n_nics, latency, overhead, gap,
                         gap_per_byte, overhead_per_byte, eager_limit, mode, trc_start,
                         trc_dur, rank_time, delta, times, end_out):
     """Run the schedule once; fill ``end_out[host]`` (the latest CPU free time [ticks])
@@ -462,7 +145,12 @@ def simulate_with_times(kind, rank, peer, size, tag, calc, cpu, nic, rank_offset
 
     −1 is left where an operation never got there (a deadlock).
 
-    ``waits[i]``: number of requires + irequires of operation i (copied, not changed).
+    The arguments from ``kind`` to ``eager_limit`` come from :func:`schedule_arguments`:
+    the operations are numbered step-major there (``placement[i]``: the index of the
+    schedule's operation i; ``origin[j]``: the schedule's index of operation j), and
+    the per-operation arrays follow that numbering; ``rank_offsets`` is the schedule's.
+    ``times`` and ``delta`` are indexed like the schedule's operations.
+    ``waits[j]``: number of requires + irequires of operation j (copied, not changed).
     ``channel``: from :func:`channels` when ``exact`` (no wildcard: the first queued
     entry of a channel always matches), else the receiving host (wildcards: the queue
     of the host is searched in posting order). ``delta`` (mode 2): the noise [ticks] of
@@ -478,6 +166,8 @@ def simulate_with_times(kind, rank, peer, size, tag, calc, cpu, nic, rank_offset
     n = kind.size
     p = rank_offsets.size - 1
     keep = times.shape[1] == n and n > 0
+    # the times by new index (``placement``), copied to ``times`` at the end
+    record = np.full((len(TIME_FIELDS), n if keep else 0), -1, dtype=np.int64)
     # the receive CPU time of a message that waits unexpected, for its recv [ticks]
     m_cpu_start = np.empty(n if keep else 0, dtype=np.int64)
     m_cpu_end = np.empty(n if keep else 0, dtype=np.int64)
@@ -547,8 +237,9 @@ def simulate_with_times(kind, rank, peer, size, tag, calc, cpu, nic, rank_offset
     for r in range(p):
         count = 0
         for i in range(rank_offsets[r], rank_offsets[r + 1]):
-            if remaining[i] == 0:
-                order[count] = i
+            j = placement[i]  # the rank's operations in their original order
+            if remaining[j] == 0:
+                order[count] = j
                 count += 1
         std_sort(order, 0, count, kind)
         for k in range(count):  # all at time 0 = last, in stamp order
@@ -590,8 +281,15 @@ def simulate_with_times(kind, rank, peer, size, tag, calc, cpu, nic, rank_offset
                             bucket_min[nb] = when
                     node = following
                 last = least
-                if f_tail > 1:
-                    fifo[:f_tail].sort()
+                if f_tail > 1:  # in stamp order; a bucket's list is mostly its pushes
+                    rising = 0  # reversed, so test for that before sorting
+                    for q in range(1, f_tail):
+                        if fifo[q] > fifo[q - 1]:
+                            rising += 1
+                    if rising == 0:
+                        fifo[:f_tail] = fifo[:f_tail][::-1].copy()
+                    elif rising < f_tail - 1:
+                        fifo[:f_tail].sort()
             t = last
             key = fifo[f_head]
             f_head += 1
@@ -633,15 +331,15 @@ def simulate_with_times(kind, rank, peer, size, tag, calc, cpu, nic, rank_offset
                 if nexto[c] <= t:
                     noise = 0
                     if mode != NO_NOISE:
-                        noise = _noise(mode, i, host, t, calc[i], trc_start, trc_dur,
-                                       rank_time, delta)
+                        noise = operation_noise(mode, origin[i], host, t, calc[i],
+                                                trc_start, trc_dur, rank_time, delta)
                     nexto[c] = t + calc[i] + noise
                     if keep:
-                        times[START, i] = t
-                        times[CPU_START, i] = t
-                        times[CPU_END, i] = nexto[c]
-                        times[NOISE, i] = noise
-                        times[COMPLETE, i] = nexto[c]
+                        record[START, i] = t
+                        record[CPU_START, i] = t
+                        record[CPU_END, i] = nexto[c]
+                        record[NOISE, i] = noise
+                        record[COMPLETE, i] = nexto[c]
                     for j in range(isucc_offsets[i], isucc_offsets[i + 1]):
                         b = isucc[j]
                         remaining[b] -= 1
@@ -671,22 +369,22 @@ def simulate_with_times(kind, rank, peer, size, tag, calc, cpu, nic, rank_offset
                     host_a = host
                     noise = 0
                     if mode != NO_NOISE:
-                        noise = _noise(mode, i, host, t, overhead, trc_start, trc_dur,
-                                       rank_time, delta)
-                    nexto[c] = t + overhead + _per_byte(size[i], overhead_per_byte) + noise
-                    nextgs[nc] = t + gap + _per_byte(size[i], gap_per_byte)
+                        noise = operation_noise(mode, origin[i], host, t, overhead,
+                                                trc_start, trc_dur, rank_time, delta)
+                    nexto[c] = t + overhead + per_byte(size[i], overhead_per_byte) + noise
+                    nextgs[nc] = t + gap + per_byte(size[i], gap_per_byte)
                     if keep:
-                        times[START, i] = t
-                        times[CPU_START, i] = t
-                        times[CPU_END, i] = nexto[c]
-                        times[NOISE, i] = noise
+                        record[START, i] = t
+                        record[CPU_START, i] = t
+                        record[CPU_END, i] = nexto[c]
+                        record[NOISE, i] = noise
                     pend_t[n_push], pend_s[n_push], pend_c[n_push] = (
                         t + overhead + latency, stamp, n + i)
                     n_push += 1
                     stamp += 1
                     if size[i] <= eager_limit:
                         if keep:
-                            times[COMPLETE, i] = nexto[c]
+                            record[COMPLETE, i] = nexto[c]
                         for j in range(succ_offsets[i], succ_offsets[i + 1]):
                             b = succ[j]
                             remaining[b] -= 1
@@ -705,7 +403,7 @@ def simulate_with_times(kind, rank, peer, size, tag, calc, cpu, nic, rank_offset
                         n_ready += 1
                 host_a = host
                 if keep:
-                    times[START, i] = t
+                    record[START, i] = t
                 ch = channel[i]
                 m = uq_head[ch]
                 if not exact:
@@ -733,7 +431,7 @@ def simulate_with_times(kind, rank, peer, size, tag, calc, cpu, nic, rank_offset
                         if nextgs[sn] < t:
                             nextgs[sn] = t
                         if keep:
-                            times[COMPLETE, m] = t
+                            record[COMPLETE, m] = t
                         for j in range(succ_offsets[m], succ_offsets[m + 1]):
                             b = succ[j]
                             remaining[b] -= 1
@@ -743,10 +441,10 @@ def simulate_with_times(kind, rank, peer, size, tag, calc, cpu, nic, rank_offset
                         done += 1
                         host_b = src
                     if keep:
-                        times[CPU_START, i] = m_cpu_start[m]
-                        times[CPU_END, i] = m_cpu_end[m]
-                        times[NOISE, i] = m_noise[m]
-                        times[COMPLETE, i] = t
+                        record[CPU_START, i] = m_cpu_start[m]
+                        record[CPU_END, i] = m_cpu_end[m]
+                        record[NOISE, i] = m_noise[m]
+                        record[COMPLETE, i] = t
                     for j in range(succ_offsets[i], succ_offsets[i + 1]):
                         b = succ[j]
                         remaining[b] -= 1
@@ -771,11 +469,11 @@ def simulate_with_times(kind, rank, peer, size, tag, calc, cpu, nic, rank_offset
             if free <= t:
                 noise = 0
                 if mode != NO_NOISE:
-                    noise = _noise(mode, n + s, host, t, overhead, trc_start, trc_dur,
-                                   rank_time, delta)
-                nexto[c] = t + overhead + noise + _receive_bytes(size[s], overhead_per_byte,
+                    noise = operation_noise(mode, n + origin[s], host, t, overhead,
+                                            trc_start, trc_dur, rank_time, delta)
+                nexto[c] = t + overhead + noise + receive_bytes(size[s], overhead_per_byte,
                                                                  gap_per_byte)
-                nextgr[nc] = t + gap + _per_byte(size[s], gap_per_byte)
+                nextgr[nc] = t + gap + per_byte(size[s], gap_per_byte)
                 ch = channel[s]
                 m = rq_head[ch]
                 if not exact:
@@ -803,7 +501,7 @@ def simulate_with_times(kind, rank, peer, size, tag, calc, cpu, nic, rank_offset
                         if nextgs[sn] < t:
                             nextgs[sn] = t
                         if keep:
-                            times[COMPLETE, s] = t
+                            record[COMPLETE, s] = t
                         for j in range(succ_offsets[s], succ_offsets[s + 1]):
                             b = succ[j]
                             remaining[b] -= 1
@@ -813,10 +511,10 @@ def simulate_with_times(kind, rank, peer, size, tag, calc, cpu, nic, rank_offset
                         done += 1
                         host_b = src
                     if keep:
-                        times[CPU_START, m] = t
-                        times[CPU_END, m] = nexto[c]
-                        times[NOISE, m] = noise
-                        times[COMPLETE, m] = nexto[c]
+                        record[CPU_START, m] = t
+                        record[CPU_END, m] = nexto[c]
+                        record[NOISE, m] = noise
+                        record[COMPLETE, m] = nexto[c]
                     for j in range(succ_offsets[m], succ_offsets[m + 1]):
                         b = succ[j]
                         remaining[b] -= 1
@@ -925,4 +623,7 @@ def simulate_with_times(kind, rank, peer, size, tag, calc, cpu, nic, rank_offset
         for c in range(1, n_cpus):
             latest = max(latest, nexto[r * n_cpus + c])
         end_out[r] = latest
+    if keep:
+        for j in range(n):
+            times[:, origin[j]] = record[:, j]
     return done, events, left

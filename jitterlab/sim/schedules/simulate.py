@@ -12,7 +12,7 @@ import numpy as np
 import xarray as xr
 
 from ...base.rng import as_generator, seed_from
-from ...traces.schedule import ANY_SOURCE, ANY_TAG, CALC, KIND_NAMES, RECV, SEND, Schedule
+from ...traces.schedule import CALC, KIND_NAMES, Schedule
 from ...traces.trace import Trace
 from ..message import Message
 from . import kernel
@@ -21,7 +21,6 @@ from .tracing import events_from_operations
 
 __all__ = ["simulate_schedule", "DeadlockError"]
 
-_ALL_EAGER = 2**62
 _EMPTY_I = np.zeros(0, dtype=np.int64)
 
 
@@ -34,42 +33,20 @@ class _Prepared:
     """The schedule's arrays as the kernel takes them (computed once per call)."""
 
     def __init__(self, schedule: Schedule, params: LogGOPS, resolution: float):
-        s = schedule
-        self.schedule = s
+        self.schedule = schedule
         self.resolution = resolution
-        self.n = s.n_operations
-        self.calc = np.rint(s.duration / resolution).astype(np.int64)
-        self.rank_offsets = s.rank_offsets
-        self.succ_offsets, self.succ = kernel.successors(self.n, s.requires_offsets,
-                                                         s.requires)
-        self.isucc_offsets, self.isucc = kernel.successors(self.n, s.irequires_offsets,
-                                                           s.irequires)
-        self.waits = (np.diff(s.requires_offsets) + np.diff(s.irequires_offsets)).astype(
-            np.int64)
-        comm = s.kind != CALC
-        wildcard = bool(np.any(comm & (s.tag == ANY_TAG))
-                        or np.any((s.kind == RECV) & (s.peer == ANY_SOURCE)))
-        self.exact = not wildcard
-        if self.exact:
-            self.channel, self.n_channels = kernel.channels(s.kind, s.rank, s.peer, s.tag)
-        else:  # one queue per receiving host, searched in posting order
-            self.channel = np.where(s.kind == SEND, s.peer, s.rank).astype(np.int64)
-            self.n_channels = s.num_ranks
-        self.n_cpus = int(s.cpu.max()) + 1 if self.n else 1
-        self.n_nics = int(s.nic.max()) + 1 if self.n else 1
-        ticks = [int(np.rint(getattr(params, name) / resolution))
-                 for name in ("L", "o", "g", "G", "O")]
-        self.latency, self.overhead, self.gap, self.gap_per_byte, self.overhead_per_byte = ticks
-        self.eager_limit = _ALL_EAGER if params.S is None else int(params.S)
+        self.n = schedule.n_operations
+        self.rank_offsets = schedule.rank_offsets
+        self.args = kernel.schedule_arguments(schedule, params, resolution)
+        self.exact = self.args.exact
+        self.overhead = self.args.overhead
+        self.latency = self.args.latency
+        #: the longest calc [ticks]
+        self.longest_calc = int(self.args.calc.max()) if self.n else 0
 
     def arguments(self):
         """The kernel's arguments from ``kind`` to ``eager_limit``."""
-        s = self.schedule
-        return (s.kind, s.rank, s.peer, s.size, s.tag, self.calc, s.cpu, s.nic,
-                self.rank_offsets, self.succ_offsets, self.succ, self.isucc_offsets,
-                self.isucc, self.waits, self.channel, self.n_channels, self.exact,
-                self.n_cpus, self.n_nics, self.latency, self.overhead, self.gap,
-                self.gap_per_byte, self.overhead_per_byte, self.eager_limit)
+        return self.args
 
     def run(self, mode, trc_start, trc_dur, rank_time, delta, keep=False):
         end = np.zeros(self.schedule.num_ranks, dtype=np.int64)
@@ -231,7 +208,7 @@ def simulate_schedule(schedule: Schedule, params, noise=None, start="random", rn
         kind = "no noise"
     elif isinstance(noise, Trace):
         mode = kernel.TRACE
-        longest = max(prepared.overhead, int(prepared.calc.max()) if prepared.n else 0)
+        longest = max(prepared.overhead, prepared.longest_calc)
         trc_start, trc_dur = _trace_arrays(noise, prepared.resolution, longest)
         kind = "LogGOPSim's --noise-trace rule"
     elif hasattr(noise, "sample"):

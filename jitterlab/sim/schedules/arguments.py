@@ -1,0 +1,276 @@
+"""The schedule kernel's inputs: a schedule's columns laid out for the event loop.
+
+:func:`schedule_arguments` is the one place that turns a :class:`Schedule` and its
+:class:`LogGOPS` costs into the arguments of :func:`kernel.simulate_with_times`. Set-up
+that does not depend on the noise happens here, once per call of
+:func:`jitterlab.simulate_schedule`, whatever the number of runs:
+
+* the operations are renumbered *step-major* (:func:`step_major_order`): the k-th
+  operation of every rank, rank by rank, then the (k+1)-th, … A bulk-synchronous
+  schedule handles the k-th operations of all ranks at about the same time, so the event
+  loop then reads its arrays in order instead of one cache line per rank (1.7× fewer
+  ns per event on 65 536 ranks). The renumbering changes no result: the loop compares
+  operations only by kind and by stamp, releases each operation's dependents in the
+  order of their original indices, and starts each rank's ready operations in their
+  original order (``placement``); per-operation times and δ noise stay indexed like the
+  schedule (``origin``);
+* the dependencies are reversed (:func:`successors`), and sends and receives get their
+  channel (:func:`channels`), without a hash table.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from ...traces.schedule import ANY_SOURCE, ANY_TAG, CALC, RECV, SEND
+
+__all__ = ["schedule_arguments", "KernelArguments", "step_major_order", "successors",
+           "channels", "ALL_EAGER"]
+
+#: the eager limit [B] that makes every message eager (LogGOPS with S=None)
+ALL_EAGER = 2**62
+
+
+class KernelArguments(NamedTuple):
+    """The arguments of :func:`kernel.simulate_with_times` from ``kind`` to
+    ``eager_limit`` (pass them with ``*``); arrays by step-major index, times in ticks."""
+
+    kind: np.ndarray
+    rank: np.ndarray
+    peer: np.ndarray
+    size: np.ndarray
+    tag: np.ndarray
+    calc: np.ndarray
+    cpu: np.ndarray
+    nic: np.ndarray
+    rank_offsets: np.ndarray
+    placement: np.ndarray
+    origin: np.ndarray
+    succ_offsets: np.ndarray
+    succ: np.ndarray
+    isucc_offsets: np.ndarray
+    isucc: np.ndarray
+    waits: np.ndarray
+    channel: np.ndarray
+    n_channels: int
+    exact: bool
+    n_cpus: int
+    n_nics: int
+    latency: int
+    overhead: int
+    gap: int
+    gap_per_byte: int
+    overhead_per_byte: int
+    eager_limit: int
+
+
+@numba.njit(cache=True)
+def step_major_order(rank_offsets):
+    """The step-major numbering of a schedule's operations.
+
+    Returns ``(placement, origin)``: ``placement[i]`` is the new index of operation
+    ``i``, ``origin[j]`` the operation at new index ``j``; new indices hold the first
+    operation of every rank (rank by rank), then the second of every rank that has one,
+    and so on.
+    """
+    p = rank_offsets.size - 1
+    n = rank_offsets[p]
+    widest = 0
+    for r in range(p):
+        widest = max(widest, rank_offsets[r + 1] - rank_offsets[r])
+    longer = np.zeros(widest + 1, dtype=np.int64)  # ranks with more than k operations
+    for r in range(p):
+        longer[rank_offsets[r + 1] - rank_offsets[r]] += 1
+    start = np.zeros(widest + 1, dtype=np.int64)
+    ranks_left = p - longer[0]
+    for k in range(widest):
+        start[k + 1] = start[k] + ranks_left
+        ranks_left -= longer[k + 1]
+    placement = np.empty(n, dtype=np.int64)
+    origin = np.empty(n, dtype=np.int64)
+    for r in range(p):
+        first = rank_offsets[r]
+        for k in range(rank_offsets[r + 1] - first):
+            j = start[k]
+            start[k] = j + 1
+            placement[first + k] = j
+            origin[j] = first + k
+    return placement, origin
+
+
+@numba.njit(cache=True)
+def successors(n, offsets, targets, placement):
+    """Reverse a CSR of "i waits for targets", in the numbering ``placement``: for every
+    operation b the operations that wait for it, in increasing *original* index order;
+    and each operation's number of waits (both indexed by new index)."""
+    counts = np.zeros(n + 1, dtype=np.int64)
+    for k in range(targets.size):
+        counts[placement[targets[k]] + 1] += 1
+    for i in range(n):
+        counts[i + 1] += counts[i]
+    out = np.empty(targets.size, dtype=np.int64)
+    fill = counts[:n].copy()
+    for i in range(n):
+        for k in range(offsets[i], offsets[i + 1]):
+            b = placement[targets[k]]
+            out[fill[b]] = placement[i]
+            fill[b] += 1
+    return counts, out
+
+
+@numba.njit(cache=True)
+def channels(kind, rank, peer, tag):
+    """Channel of every send and receive: one id per (receiver, sender, tag) [−1 for a
+    calc], and the number of channels.
+
+    The operations are grouped by receiving rank (a counting sort); inside a group a
+    small open-addressing table, reused from group to group, numbers the (sender, tag)
+    pairs in order of first appearance. Ids follow the receivers.
+    """
+    n = kind.size
+    p = 0
+    for i in range(n):
+        if kind[i] != CALC:
+            p = max(p, rank[i] + 1, peer[i] + 1)
+    first = np.zeros(p + 1, dtype=np.int64)
+    for i in range(n):
+        if kind[i] == SEND:
+            first[peer[i] + 1] += 1
+        elif kind[i] == RECV:
+            first[rank[i] + 1] += 1
+    largest = 0
+    for r in range(p):
+        largest = max(largest, first[r + 1])
+        first[r + 1] += first[r]
+    members = np.empty(first[p], dtype=np.int64)
+    fill = first[:p].copy()
+    for i in range(n):
+        if kind[i] != CALC:
+            receiver = peer[i] if kind[i] == SEND else rank[i]
+            members[fill[receiver]] = i
+            fill[receiver] += 1
+    capacity = 4
+    while capacity < 2 * largest:
+        capacity *= 2
+    slot_sender = np.empty(capacity, dtype=np.int64)
+    slot_tag = np.empty(capacity, dtype=np.int64)
+    slot_id = np.full(capacity, -1, dtype=np.int64)
+    used = np.empty(capacity, dtype=np.int64)
+    out = np.full(n, -1, dtype=np.int64)
+    count = 0
+    for r in range(p):
+        lo, hi = first[r], first[r + 1]
+        size = 4
+        while size < 2 * (hi - lo):
+            size *= 2
+        mask = size - 1
+        n_used = 0
+        for k in range(lo, hi):
+            i = members[k]
+            sender = rank[i] if kind[i] == SEND else peer[i]
+            t = tag[i]
+            slot = ((sender * 0x9E3779B1) ^ (t * 0x85EBCA77)) & mask
+            while True:
+                if slot_id[slot] < 0:
+                    slot_sender[slot], slot_tag[slot], slot_id[slot] = sender, t, count
+                    used[n_used] = slot
+                    n_used += 1
+                    out[i] = count
+                    count += 1
+                    break
+                if slot_sender[slot] == sender and slot_tag[slot] == t:
+                    out[i] = slot_id[slot]
+                    break
+                slot = (slot + 1) & mask
+        for k in range(n_used):
+            slot_id[used[k]] = -1
+    return out, count
+
+
+@numba.njit(cache=True)
+def _laid_out(rank_offsets, placement, requires_offsets, irequires_offsets, kind, rank,
+              peer, size, tag, duration, cpu, nic, resolution):
+    """The columns in the step-major numbering, copied a block of ranks at a time (each
+    rank's operations read in order, each step's written side by side)."""
+    n = placement.size
+    p = rank_offsets.size - 1
+    kind_, rank_, peer_ = np.empty_like(kind), np.empty_like(rank), np.empty_like(peer)
+    size_, tag_ = np.empty_like(size), np.empty_like(tag)
+    cpu_, nic_ = np.empty_like(cpu), np.empty_like(nic)
+    calc = np.empty(n, dtype=np.int64)
+    waits = np.empty(n, dtype=np.int64)
+    block = 32
+    for r0 in range(0, p, block):
+        r1 = min(p, r0 + block)
+        widest = 0
+        for r in range(r0, r1):
+            widest = max(widest, rank_offsets[r + 1] - rank_offsets[r])
+        for k in range(widest):
+            for r in range(r0, r1):
+                i = rank_offsets[r] + k
+                if i >= rank_offsets[r + 1]:
+                    continue
+                j = placement[i]
+                kind_[j], rank_[j], peer_[j] = kind[i], rank[i], peer[i]
+                size_[j], tag_[j], cpu_[j], nic_[j] = size[i], tag[i], cpu[i], nic[i]
+                calc[j] = np.int64(np.rint(duration[i] / resolution))
+                waits[j] = (requires_offsets[i + 1] - requires_offsets[i]
+                            + irequires_offsets[i + 1] - irequires_offsets[i])
+    return kind_, rank_, peer_, size_, tag_, calc, cpu_, nic_, waits
+
+
+def schedule_arguments(schedule, params, resolution: float = 1e-12) -> KernelArguments:
+    """The arguments of :func:`kernel.simulate_with_times` from ``kind`` to
+    ``eager_limit``, the operations renumbered step-major (see the module's docstring).
+
+    Parameters
+    ----------
+    schedule : Schedule
+        The schedule (its columns and CSR dependencies).
+    params : LogGOPS
+        Its costs [s]; ``S=None`` makes every message eager.
+    resolution : float
+        The tick: costs and calc durations are rounded to it. [s]
+
+    Examples
+    --------
+    >>> import jitterlab as jl
+    >>> from jitterlab.schedules import SEND, RECV, kernel
+    >>> ping = jl.Schedule(2, kind=[SEND, RECV], rank=[0, 1], peer=[1, 0], size=[8, 8])
+    >>> args = kernel.schedule_arguments(ping, jl.LogGOPS.from_loggopsim())
+    >>> times, end = kernel.new_operation_times(2), np.zeros(2, dtype=np.int64)
+    >>> none = np.zeros(2, dtype=np.int64)
+    >>> _ = kernel.simulate_with_times(*args, kernel.NO_NOISE, none, none, none, none[:0],
+    ...                                times, end)
+    >>> (times[kernel.CPU_END] // 1000).tolist()  # o; o + L + o + 7 G [ns]
+    [1500, 5542]
+    """
+    s = schedule
+    n = s.n_operations
+    rank_offsets = s.rank_offsets
+    placement, origin = step_major_order(rank_offsets)
+    kind, rank, peer, size, tag, calc, cpu, nic, waits = _laid_out(
+        rank_offsets, placement, s.requires_offsets, s.irequires_offsets, s.kind, s.rank,
+        s.peer, s.size, s.tag, s.duration, s.cpu, s.nic, float(resolution))
+    succ_offsets, succ = successors(n, s.requires_offsets, s.requires, placement)
+    isucc_offsets, isucc = successors(n, s.irequires_offsets, s.irequires, placement)
+    comm = s.kind != CALC
+    exact = not bool(np.any(comm & (s.tag == ANY_TAG))
+                     or np.any((s.kind == RECV) & (s.peer == ANY_SOURCE)))
+    if exact:
+        channel, n_channels = channels(kind, rank, peer, tag)
+    else:  # one queue per receiving host, searched in posting order
+        channel = np.where(kind == SEND, peer, rank).astype(np.int64)
+        n_channels = s.num_ranks
+    n_cpus = int(s.cpu.max()) + 1 if n else 1
+    n_nics = int(s.nic.max()) + 1 if n else 1
+    ticks = [int(np.rint(getattr(params, name) / resolution))
+             for name in ("L", "o", "g", "G", "O")]
+    eager_limit = ALL_EAGER if params.S is None else int(params.S)
+    return KernelArguments(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
+                           placement, origin, succ_offsets, succ, isucc_offsets, isucc,
+                           waits, channel, n_channels, exact, n_cpus, n_nics, *ticks,
+                           eager_limit)
