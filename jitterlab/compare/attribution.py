@@ -53,6 +53,7 @@ import numpy as np
 import pandas as pd
 
 from ..base.checks import check_integer, check_positive
+from ..base.tables import check_holds
 
 __all__ = ["attribute_detours", "attribute_recording", "injected_noise_recovery", "INVISIBLE",
            "KINDS", "COLUMNS", "VECTOR_CAUSES", "FAULT_CAUSES"]
@@ -251,12 +252,9 @@ def _pieces(events: pd.DataFrame, measured_pid: int, starts: np.ndarray, ends: n
 
 
 def _check_events(events: pd.DataFrame) -> pd.DataFrame:
-    if not isinstance(events, pd.DataFrame):
-        raise TypeError(f"events must be the DataFrame of jitterlab.io.read_ftrace, got "
-                        f"{type(events).__name__}")
-    missing = [column for column in _REQUIRED_COLUMNS if column not in events.columns]
-    if missing:
-        raise ValueError(f"events lack the column(s) {missing} of jitterlab.io.read_ftrace")
+    check_holds(events, pd.DataFrame, "columns", _REQUIRED_COLUMNS,
+                "events must be the DataFrame of jitterlab.io.read_ftrace, got {type}",
+                "events lack the column(s) {missing} of jitterlab.io.read_ftrace")
     if events["ticks"].isna().any():
         raise ValueError("events have no counter timestamps ('ticks'): the join needs a "
                          "recording with trace_clock x86-tsc (or events mapped to the "
