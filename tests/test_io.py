@@ -527,7 +527,7 @@ def test_fwq_samples_keep_an_existing_file_unless_told(tmp_path, name):
 def test_benchmark_datasets_keep_an_existing_file_unless_told(tmp_path):
     import xarray as xr
 
-    from jitterlab.measure._ncfile import write_dataset
+    from jitterlab.measure.runfiles import write_dataset
 
     path = tmp_path / "run.nc"
     path.write_text("measured\n")

@@ -80,16 +80,17 @@ def machine_attrs() -> dict:
             "n_cpus": os.cpu_count(), "jitterlab_version": __version__}
 
 
-def check_seconds(name: str, value) -> float:
-    """``value`` as a finite float > 0, or ValueError naming ``name``."""
+def check_seconds(name: str, value, *, zero: bool = False) -> float:
+    """``value`` as a finite float > 0 (>= 0 with ``zero``), or ValueError naming ``name``."""
     if isinstance(value, bool):
         raise ValueError(f"{name} must be a number of seconds, got {value!r}")
     try:
         value = float(value)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a number of seconds, got {value!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be finite and > 0 seconds, got {value!r}")
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
+        raise ValueError(f"{name} must be finite and {'>=' if zero else '>'} 0 seconds, "
+                         f"got {value!r}")
     return value
 
 

@@ -23,13 +23,13 @@ interval are those noise columns. This is the benchmark of the
 validation of Nataraj et al. [1]_ (repeated phases of computation and a barrier, run
 without and with injected noise), on the machine at hand.
 
-The phases are one numba kernel that calls the MPI library's C functions directly
-(:mod:`jitterlab.measure._mpi`), as the Parallel Benchmark does. The run is cut into
-chunks of about ``chunk_seconds``; between chunks (outside the timed loop) the ranks
-gather their records to rank 0, which stores them as one file of a chunk store
-(``<output>.bsp/``), so a killed run keeps every completed chunk. Each chunk starts
-after an (untimed) barrier. See ``docs/measure.md`` (section "A BSP run with its event
-trace").
+The phases are one numba kernel (:mod:`jitterlab.measure.bsp_kernel`) that calls the MPI
+library's C functions directly (:mod:`jitterlab.measure._mpi`), as the Parallel Benchmark
+does. The run is cut into chunks of about ``chunk_seconds``; between chunks (outside the
+timed loop) the ranks gather their records to rank 0, which stores them as one file of a
+chunk store (``<output>.bsp/``), so a killed run keeps every completed chunk. Each chunk
+starts after an (untimed) barrier. See ``docs/measure.md`` (section "A BSP run with its
+event trace").
 
 All ranks must run on one host: their timestamps are reads of the one timestamp counter
 of that machine, converted to seconds with rank 0's calibration, so they share a clock.
@@ -47,38 +47,25 @@ from __future__ import annotations
 
 import logging
 import math
-from pathlib import Path
 
-import numba
 import numpy as np
 from tqdm import tqdm
 
 from ..io import chunks as _chunks
+from . import mpi_runs
 from ._machine import check_integer, check_seconds, pinned, utc_now
 from ._mpi import (
     STATUS_WORDS,
-    call_allreduce,
-    call_barrier,
-    call_iallreduce,
-    call_ibarrier,
-    call_test,
     call_text,
     handle,
     mpi_functions,
     on_own_communicator,
 )
-from ._ranks import (
-    check_status,
-    collectively,
-    finish_run,
-    ranks_and_cpus,
-    refuse_taken_output,
-    run_metadata,
-)
-from ._tsc import calibrate_tsc, check_cycle_counter, read_tsc
+from ._tsc import calibrate_tsc, check_cycle_counter
 from .bsp_files import (  # noqa: F401  (the readers are jl.bench.* too)
     BOOL_ATTRS,
     COUNTS,
+    FILES,
     INTERRUPTION_FIELDS,
     INTERRUPTION_KINDS,
     KIND,
@@ -95,8 +82,11 @@ from .bsp_files import (  # noqa: F401  (the readers are jl.bench.* too)
     read_bsp,
     read_bsp_interruptions,
     read_dataset,
+    store_path,
+    target_problem,
     write_bsp,
 )
+from .bsp_kernel import bsp_loop, counter_now
 from .detour import THRESHOLD_MEDIAN_FACTOR, THRESHOLD_TMIN_FACTOR, DeferredInterrupt, probe_loop
 
 __all__ = ["bsp_benchmark", "read_bsp", "read_bsp_interruptions", "write_bsp",
@@ -126,150 +116,6 @@ _MPI_FUNCTIONS = ("MPI_Barrier", "MPI_Allreduce", "MPI_Ibarrier", "MPI_Iallreduc
 _WAIT_THRESHOLD = 10e-6
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-# --------------------------------------------------------------------------------------
-# the timed loop
-# --------------------------------------------------------------------------------------
-@numba.njit(cache=True, inline="always")
-def _record(events, m, lost, phase, start, length, kind):
-    """Append one interruption to ``events`` (or count it as lost if it is full)."""
-    if m < events.shape[1]:
-        events[0, m] = phase
-        events[1, m] = start
-        events[2, m] = length
-        events[3, m] = kind
-        return m + 1, lost
-    return m, lost + 1
-
-
-@numba.njit(cache=True)
-def _bsp_loop(collective, poll, functions, comm, double, op, send, receive, request, flag,
-              mpi_status, work, threshold, wait_threshold, count, period, duration,
-              next_detour, out, events):
-    """Run ``count`` phases of compute + collective; no allocation, no Python.
-
-    ``work``, ``threshold``, ``wait_threshold``, ``period``, ``duration`` and
-    ``next_detour`` (the counter value at which the next injected detour is due) are in
-    counter cycles; ``period`` 0 injects nothing. ``collective`` 0 is the barrier, 1 the
-    allreduce (sum of one double); ``functions`` holds the addresses of ``MPI_Barrier``,
-    ``MPI_Allreduce``, ``MPI_Ibarrier``, ``MPI_Iallreduce`` and ``MPI_Test``. With
-    ``poll`` the collective is started non-blocking and completed by a loop of
-    ``MPI_Test`` that reads the counter: its steps longer than ``wait_threshold`` are the
-    collective's noise. ``out`` (len(RECORDS), capacity) receives the :data:`RECORDS` of
-    each phase, ``events`` (len(INTERRUPTION_FIELDS) - 1, events capacity) every
-    interruption: the phase (counted from 0 in this call), the counter read before the
-    long step (for a detour: the read at which it began), its length [cycles] and its kind
-    (:data:`INTERRUPTION_KINDS`: 0 a long step of the busy loop, 1 an injected detour, 2 a
-    long step of the ``MPI_Test`` loop). Records that do not fit are counted as lost (the
-    caller sizes ``count`` so that they fit; the call cannot end early on its own, as
-    every rank must run the same phases).
-
-    A detour begins at the first counter read at or after it falls due; one that has fallen
-    due while the previous one spun (or the rank was descheduled) follows right after it.
-
-    Returns ``(phases done, MPI error code, next_detour, detours dropped, loop steps,
-    interruptions recorded, interruptions lost)``: a detour falls due either inside a
-    compute interval (it is injected) or while the rank is in the collective or at the
-    read that ends the work (it is dropped).
-    """
-    n = 0
-    status = np.int32(0)
-    dropped = 0
-    steps = 0
-    m = 0
-    lost = 0
-    now = read_tsc()
-    while n < count:
-        start = now
-        if period > 0:
-            while next_detour < start:
-                next_detour += period
-                dropped += 1
-        done = 0
-        injected = 0
-        other = 0
-        n_injected = 0
-        n_other = 0
-        previous = start
-        while True:
-            now = read_tsc()
-            steps += 1
-            delta = now - previous
-            if delta > threshold:
-                other += delta
-                n_other += 1
-                m, lost = _record(events, m, lost, n, previous, delta, 0)
-            else:
-                done += delta
-            if done >= work:
-                break
-            if period > 0 and now >= next_detour:
-                begin = now
-                while now - begin < duration:
-                    now = read_tsc()
-                injected += now - begin
-                n_injected += 1
-                m, lost = _record(events, m, lost, n, begin, now - begin, 1)
-                next_detour += period
-            previous = now
-        end = now
-        waited = 0
-        n_waited = 0
-        if collective == 1:
-            send[0] = (end - start) * 1.0
-        if not poll:
-            if collective == 0:
-                status = call_barrier(functions[0], comm)
-            else:
-                status = call_allreduce(functions[1], send, receive, double, op, comm)
-            now = read_tsc()
-        else:
-            if collective == 0:
-                status = call_ibarrier(functions[2], comm, request)
-            else:
-                status = call_iallreduce(functions[3], send, receive, double, op, comm,
-                                         request)
-            previous = end
-            flag[0] = 0
-            while status == 0:
-                status = call_test(functions[4], request, flag, mpi_status)
-                now = read_tsc()
-                delta = now - previous
-                if delta > wait_threshold:
-                    waited += delta
-                    n_waited += 1
-                    m, lost = _record(events, m, lost, n, previous, delta, 2)
-                if flag[0] != 0:
-                    break
-                previous = now
-        if status != 0:
-            break
-        out[0, n] = start
-        out[1, n] = end
-        out[2, n] = now
-        out[3, n] = injected
-        out[4, n] = other
-        out[5, n] = n_injected
-        out[6, n] = n_other
-        out[7, n] = waited
-        out[8, n] = n_waited
-        n += 1
-    return n, status, next_detour, dropped, steps, m, lost
-
-
 # --------------------------------------------------------------------------------------
 # arguments and targets
 # --------------------------------------------------------------------------------------
@@ -293,24 +139,9 @@ def _check_arguments(phases, work, output, collective, inject_period, inject_dur
         threshold = check_seconds("threshold", threshold)
     if not isinstance(poll, bool | np.bool_):
         raise ValueError(f"poll must be True or False, got {poll!r}")
-    output = Path(output)
-    if output.suffix.lower() != ".nc":
-        raise ValueError(f"{output.name}: the BSP benchmark writes netCDF; name the output "
-                         "FILE.nc")
+    output = FILES.output_path(output)
     return (phases, work, output, collective, inject_period, inject_duration, inject_seed,
             threshold, bool(poll), chunk_seconds)
-
-
-def store_path(output) -> Path:
-    """The chunk directory of a run writing ``output``: ``<output>.bsp``."""
-    output = Path(output)
-    return output.with_name(output.name + STORE_SUFFIX)
-
-
-def target_problem(output, overwrite: bool = False) -> str | None:
-    """Why a run may not write ``output`` and its chunk directory, or None if it may."""
-    return _chunks.output_problem(output, store_path(output), KIND, "BSP benchmark",
-                                  overwrite)
 
 
 # --------------------------------------------------------------------------------------
@@ -451,20 +282,20 @@ def _run(comm, MPI, phases, work, output, collective, inject_period, inject_dura
     rank, size = comm.Get_rank(), comm.Get_size()
     root = rank == 0
     store = store_path(output)
-    refuse_taken_output(comm, target_problem, output, overwrite)
-    placement = ranks_and_cpus(comm, pin)
+    mpi_runs.refuse_taken_output(comm, target_problem, output, overwrite)
+    placement = mpi_runs.ranks_and_cpus(comm, pin)
 
     def one_host():
         if placement["n_nodes"] > 1:
             raise ValueError(f"the ranks run on {placement['n_nodes']} hosts; the BSP "
                              "benchmark times all ranks with one timestamp counter and needs "
                              "them on one host")
-    collectively(comm, one_host)
+    mpi_runs.collectively(comm, one_host)
     if root and placement["oversubscribed"]:
         logger.warning("more MPI ranks than CPUs on a host: the ranks share CPUs, so most "
                        "of the noise they record is each other")
     with DeferredInterrupt() as interrupt, pinned(placement["this_cpu"]):
-        setup = collectively(comm, _set_up_rank, threshold, MPI)
+        setup = mpi_runs.collectively(comm, _set_up_rank, threshold, MPI)
         # one clock: rank 0's calibration of the counter all ranks read
         frequency = comm.bcast(setup["frequency_hz"], root=0)
         if threshold is None:
@@ -493,10 +324,10 @@ def _run(comm, MPI, phases, work, output, collective, inject_period, inject_dura
         # warm-up without injection: compiles (or loads) the kernel, checks the MPI calls
         # on every rank and that the threshold lies above the loop's own step
         def warm_up():
-            n, status, _, _, steps, _, _ = _bsp_loop(
+            n, status, _, _, steps, _, _ = bsp_loop(
                 *kernel_args, np.int64(_WARMUP_PHASES), np.int64(0), np.int64(0),
                 np.int64(0), out, events)
-            check_status(MPI, status)
+            mpi_runs.check_status(MPI, status)
             interrupted = int(out[6, :n].sum())
             if interrupted > _MAX_INTERRUPTED_FRACTION * steps:
                 raise ValueError(f"the threshold ({threshold_cycles / frequency:.3g} s) "
@@ -504,7 +335,7 @@ def _run(comm, MPI, phases, work, output, collective, inject_period, inject_dura
                                  "interruptions: it is too close to the loop's own step; "
                                  "give a larger threshold")
             return (work_cycles * n) / max(steps - interrupted, 1) / frequency
-        mean_loop_time = collectively(comm, warm_up)
+        mean_loop_time = mpi_runs.collectively(comm, warm_up)
         # the most interruptions of one phase: of the warm-up, plus every detour the
         # injector can put into one compute interval; then the most of any phase so far
         most = _most_per_phase(out, _WARMUP_PHASES) + (
@@ -518,12 +349,12 @@ def _run(comm, MPI, phases, work, output, collective, inject_period, inject_dura
                                 "injector_phase": injector_phase,
                                 "mean_loop_time": mean_loop_time}, root=0)
         comm.Barrier()
-        origin = comm.bcast(int(_now()) if root else None, root=0)
+        origin = comm.bcast(int(counter_now()) if root else None, root=0)
         next_detour = origin + round(injector_phase * frequency) if period else 0
         metadata = None
         if root:
             metadata = {
-                **run_metadata(MPI, SOURCE, size, placement, per_rank, command),
+                **mpi_runs.run_metadata(MPI, SOURCE, size, placement, per_rank, command),
                 "phases": phases, "work": work, "collective": collective,
                 "inject_period": inject_period, "inject_duration": inject_duration,
                 "inject_seed": inject_seed, "injector": bool(period),
@@ -535,7 +366,7 @@ def _run(comm, MPI, phases, work, output, collective, inject_period, inject_dura
                 "clock": "rdtsc (llvm.readcyclecounter) of the one host, shared by all ranks; "
                          "converted with rank 0's calibration (clock_frequency_hz)",
             }
-        writer = collectively(comm, lambda: _chunks.ChunkWriter(
+        writer = mpi_runs.collectively(comm, lambda: _chunks.ChunkWriter(
             store, metadata, kind=KIND, overwrite=overwrite) if root else None)
 
         bar = tqdm(total=phases, unit="phase", desc=f"bsp {size} ranks",
@@ -552,11 +383,11 @@ def _run(comm, MPI, phases, work, output, collective, inject_period, inject_dura
                 most = comm.allreduce(most, op=MPI.MAX)
                 count = min(capacity, phases - done, max(1, events_capacity // (2 * most)))
                 comm.Barrier()  # every chunk starts together (untimed)
-                n, status, next_detour, skipped, _, recorded, lost = _bsp_loop(
+                n, status, next_detour, skipped, _, recorded, lost = bsp_loop(
                     *kernel_args, np.int64(count), np.int64(period), np.int64(duration),
                     np.int64(next_detour), out, events)
                 # ---- outside the timed loop from here on ----
-                check_status(MPI, status)
+                mpi_runs.check_status(MPI, status)
                 most = max(most, _most_per_phase(out, n))
                 dropped += skipped
                 records_lost += lost
@@ -569,8 +400,8 @@ def _run(comm, MPI, phases, work, output, collective, inject_period, inject_dura
                 if interrupted:
                     break
         summary = {"phases_done": done, "chunks": chunks, "finished_at": utc_now()}
-        result = finish_run(comm, root, writer, summary, interrupted, store, output,
-                            read_dataset, write_bsp, read_bsp, keep_chunks, overwrite)
+        result = mpi_runs.finish_run(comm, root, writer, summary, interrupted, store, output,
+                                     read_dataset, write_bsp, read_bsp, keep_chunks, overwrite)
     if interrupted:
         raise KeyboardInterrupt
     return result
@@ -580,11 +411,6 @@ def _most_per_phase(out, n) -> int:
     """The most interruptions (of every kind) in one phase of the kernel's output (>= 1)."""
     counts = sum(out[RECORDS.index(name), :n] for name in COUNTS)
     return max(1, int(np.max(counts))) if n else 1
-
-
-@numba.njit(cache=True)
-def _now():
-    return read_tsc()
 
 
 def _store_chunk(comm, writer, out, n, origin, first_phase, dropped, events, lost) -> None:
@@ -618,28 +444,4 @@ def _store_chunk(comm, writer, out, n, origin, first_phase, dropped, events, los
                           injector_dropped=np.asarray(dropped_all, dtype=np.int64),
                           interruptions_lost=np.asarray(lost_all, dtype=np.int64),
                           **interruptions)
-    collectively(comm, write)
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
+    mpi_runs.collectively(comm, write)

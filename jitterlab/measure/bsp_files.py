@@ -14,11 +14,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._ncfile import has_source, read_run, write_dataset
-from ._ranks import rank_coordinates
+from .mpi_runs import rank_coordinates
+from .runfiles import RunFiles, run_attrs, write_dataset
 
 __all__ = ["read_bsp", "read_bsp_interruptions", "write_bsp", "is_bsp_file", "read_dataset",
-           "SOURCE", "KIND", "RECORDS", "INTERRUPTION_KINDS", "INTERRUPTION_FIELDS"]
+           "store_path", "target_problem", "SOURCE", "KIND", "RECORDS", "INTERRUPTION_KINDS",
+           "INTERRUPTION_FIELDS"]
 
 SOURCE = "jitterlab.bench.bsp"  # the files' format marker (kept)
 
@@ -91,9 +92,6 @@ STORE_KEYS = ("format", "version", "kind", "unit")
 def dataset_from_store(metadata: dict, chunks: list[dict], name: str):
     import xarray as xr
 
-    if not chunks:
-        raise ValueError(f"{name}: no complete chunk: the run stopped before its first "
-                         "chunk was stored")
     expected = 0
     for chunk in chunks:
         if int(chunk["first_phase"]) != expected:
@@ -113,29 +111,32 @@ def dataset_from_store(metadata: dict, chunks: list[dict], name: str):
         "rank", np.asarray(chunks[-1]["injector_dropped"], dtype=np.int64),
         {"units": "1", "long_name": "injected detours that fell due while the rank was in "
          "the collective (or at the read that ended the work) and were dropped"})
-    per_rank = {
-        "frequency_hz": ("Hz", "the rank's own calibration of the counter"),
-        "tsc_calibration_spread": ("1", "relative spread of the rank's counter calibrations"),
-        "injector_phase": ("s", "time from the start to the rank's first injected detour "
-                           "falling due"),
-        "mean_loop_time": ("s", "mean undisturbed step of the busy loop (warm-up)"),
-    }
-    for key, (unit, long_name) in per_rank.items():
+    for key, unit, long_name in (
+            ("frequency_hz", "Hz", "the rank's own calibration of the counter"),
+            ("tsc_calibration_spread", "1", "relative spread of the rank's counter "
+             "calibrations"),
+            ("injector_phase", "s", "time from the start to the rank's first injected "
+             "detour falling due"),
+            ("mean_loop_time", "s", "mean undisturbed step of the busy loop (warm-up)")):
         data_vars[key] = ("rank", np.asarray(metadata[key], dtype=np.float64),
                           {"units": unit, "long_name": long_name})
     n_phases = data_vars["compute_start"][1].shape[1]
     data_vars.update(interruptions_of_store(chunks, name))
     coords = {**rank_coordinates(metadata),
               "phase": ("phase", np.arange(n_phases), {"units": "1", "long_name": "phase"})}
-    attrs = {key: value for key, value in metadata.items()
-             if key not in STORE_KEYS and key not in PER_RANK and value is not None}
-    attrs.update(phases_done=n_phases, chunks=len(chunks),
-                 complete=bool(metadata.get("complete", False)),
-                 interrupted=bool(metadata.get("interrupted", False)))
+    attrs = run_attrs(metadata, STORE_KEYS + PER_RANK, phases_done=n_phases, chunks=len(chunks))
     if "interruptions_lost" in chunks[-1]:
         attrs["interruptions_lost"] = np.asarray(chunks[-1]["interruptions_lost"],
                                                  dtype=np.int64).tolist()
     return xr.Dataset(data_vars, coords=coords, attrs=attrs)
+
+
+FILES = RunFiles(KIND, SOURCE, "BSP benchmark", "the BSP benchmark", BOOL_ATTRS,
+                 dataset_from_store)
+#: the chunk directory of a run writing ``output``: ``<output>.bsp``
+store_path = FILES.store_path
+#: why a run may not write ``output`` and its chunk directory (or None)
+target_problem = FILES.target_problem
 
 
 _INTERRUPTION_ATTRS = {
@@ -220,8 +221,7 @@ def write_bsp(run, path, *, overwrite: bool = False) -> Path:
 
 def read_dataset(path):
     """The run as recorded: counter reads per rank and phase (dims rank, phase)."""
-    dataset = read_run(path, kind=KIND, source=SOURCE, what="BSP benchmark",
-                       bool_attrs=BOOL_ATTRS, from_store=dataset_from_store)
+    dataset = FILES.read(path)
     if "interruptions_lost" in dataset.attrs:
         dataset.attrs["interruptions_lost"] = np.atleast_1d(
             dataset.attrs["interruptions_lost"]).astype(np.int64).tolist()
@@ -257,9 +257,8 @@ def _unpack_interruptions(dataset, name: str):
     return dataset.drop_vars("interruption_records").assign(variables)
 
 
-def is_bsp_file(path) -> bool:
-    """True if ``path`` is a netCDF file written by the BSP benchmark."""
-    return has_source(path, SOURCE)
+#: True if ``path`` is a netCDF file written by the BSP benchmark
+is_bsp_file = FILES.is_file
 
 
 def _events(dataset, path: Path):
@@ -356,11 +355,9 @@ def read_bsp(path):
 
     Raises
     ------
-    FileNotFoundError
-        If ``path`` does not exist.
-    ValueError
-        If ``path`` is neither, holds no complete chunk, or a chunk other than the last
-        is damaged.
+    FileNotFoundError, ValueError
+        As :meth:`jitterlab.measure.runfiles.RunFiles.read`: no such ``path``, neither
+        file nor chunk directory, no complete chunk, or a damaged chunk before the last.
     """
     path = Path(path)
     return _events(read_dataset(path), path)

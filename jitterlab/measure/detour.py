@@ -52,11 +52,11 @@ from ._machine import check_seconds, machine_attrs, pinned, resolve_cpu, utc_now
 from ._tsc import calibrate_tsc, check_cycle_counter, read_cycles, read_tsc, tsc_flags
 from .tracefs import NOISE_EVENTS, trace_instance
 
+logger = logging.getLogger(__name__)
+
 __all__ = ["detour", "read_detour", "detour_table", "read_kernel_events", "probe_loop",
            "steal_ticks", "THRESHOLD_TMIN_FACTOR", "THRESHOLD_MEDIAN_FACTOR", "SOURCE",
            "SYNC_MARK"]
-
-logger = logging.getLogger(__name__)
 
 #: default threshold: this many times the minimum loop time t_min ...
 THRESHOLD_TMIN_FACTOR = 10

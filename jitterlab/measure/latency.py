@@ -14,14 +14,15 @@ ways:
   time of a barrier with no work (and no noise from work) in between, the measured
   counterpart of the 2τ·D term.
 
-Both loops are numba kernels that call ``MPI_Send``, ``MPI_Recv`` and ``MPI_Barrier`` of
-the MPI library directly (:mod:`jitterlab.measure._mpi`), as the Parallel Benchmark does:
-nothing is allocated or interpreted between the timestamp reads. Each pair's round trips,
-and each block of barriers, are one chunk, stored by rank 0 in ``<output>.latency/`` as
-they complete (:mod:`jitterlab.io.chunks`), so a killed run keeps every completed
-chunk; at the end rank 0 writes one netCDF file, atomically. :func:`read_latency` reads
-either; :func:`summarize_latency` gives τ and the barrier time with their uncertainty.
-See ``docs/measure.md`` (section "Latency").
+Both loops are numba kernels (:mod:`jitterlab.measure.latency_kernel`) that call
+``MPI_Send``, ``MPI_Recv`` and ``MPI_Barrier`` of the MPI library directly
+(:mod:`jitterlab.measure._mpi`), as the Parallel Benchmark does: nothing is allocated or
+interpreted between the timestamp reads. Each pair's round trips, and each block of
+barriers, are one chunk, stored by rank 0 in ``<output>.latency/`` as they complete
+(:mod:`jitterlab.io.chunks`), so a killed run keeps every completed chunk; at the end rank
+0 writes one netCDF file, atomically. :func:`read_latency` reads either;
+:func:`summarize_latency` gives τ and the barrier time with their uncertainty. See
+``docs/measure.md`` (section "Latency").
 
 References
 ----------
@@ -36,37 +37,36 @@ import math
 import time
 from pathlib import Path
 
-import numba
 import numpy as np
 from scipy import stats
 from tqdm import tqdm
 
 from ..base import limits
 from ..io import chunks as _chunks
+from . import mpi_runs
 from ._machine import check_integer, pinned, utc_now
 from ._mpi import (
     STATUS_WORDS,
-    call_barrier,
-    call_recv,
-    call_send,
     call_text,
     handle,
     mpi_functions,
     on_own_communicator,
 )
-from ._ncfile import has_source, read_run, write_dataset
-from ._ranks import (
-    check_status,
-    collectively,
-    counter_variables,
-    finish_run,
-    rank_coordinates,
-    ranks_and_cpus,
-    refuse_taken_output,
-    run_metadata,
-)
-from ._tsc import calibrate_tsc, check_cycle_counter, read_tsc
+from ._tsc import calibrate_tsc, check_cycle_counter
 from .detour import DeferredInterrupt
+from .latency_files import (  # noqa: F401  (the files' side, importable from here as before)
+    FILES,
+    KIND,
+    MESSAGE_BYTES,
+    SOURCE,
+    STORE_SUFFIX,
+    is_latency_file,
+    read_latency,
+    store_path,
+    target_problem,
+    write_latency,
+)
+from .latency_kernel import barrier_loop, ping_pong_loop
 
 __all__ = ["latency_benchmark", "planned_seconds", "limit_problem", "read_latency",
            "write_latency", "summarize_latency",
@@ -74,94 +74,22 @@ __all__ = ["latency_benchmark", "planned_seconds", "limit_problem", "read_latenc
 
 logger = logging.getLogger(__name__)
 
-SOURCE = "jitterlab.bench.latency"  # the files' format marker (kept)
-KIND = "latency"
-#: suffix of the chunk directory next to the output file
-STORE_SUFFIX = ".latency"
-#: size of the ping-pong message (one double, as the small messages of a barrier tree)
-MESSAGE_BYTES = 8
-#: message tag of the ping-pong
-_TAG = 77
 #: round trips and barriers run before timing (compile, first touch of the channels)
 _WARMUP = 20
 #: barriers per chunk of the barrier loop
 _BARRIER_CHUNK = 5000
 #: how long a rank outside the ping-pong pair sleeps between tests of its barrier [s]
 _IDLE_SLEEP = 1e-3
-#: Dataset attributes stored as 0/1 in netCDF and read back as bool
-_BOOL_ATTRS = ("oversubscribed", "pinned", "complete", "interrupted", "tsc_invariant")
-_PER_RANK = ("host", "node", "cpu", "frequency_hz", "tsc_calibration_spread")
-_STORE_KEYS = ("format", "version", "kind", "unit")
-
-
-# --------------------------------------------------------------------------------------
-# the timed loops
-# --------------------------------------------------------------------------------------
-@numba.njit(cache=True)
-def _ping_pong_loop(send, recv, comm, buffer, datatype, status, peer, initiator, count,
-                    out):
-    """``count`` round trips with ``peer``; the initiator stores each in ``out`` [cycles].
-
-    Returns ``(round trips done, MPI error code)``.
-    """
-    tag = np.int32(_TAG)
-    for k in range(count):
-        if initiator:
-            start = read_tsc()
-            code = call_send(send, buffer, datatype, peer, tag, comm)
-            if code != 0:
-                return k, code
-            code = call_recv(recv, buffer, datatype, peer, tag, comm, status)
-            stop = read_tsc()
-            if code != 0:
-                return k, code
-            out[k] = stop - start
-        else:
-            code = call_recv(recv, buffer, datatype, peer, tag, comm, status)
-            if code != 0:
-                return k, code
-            code = call_send(send, buffer, datatype, peer, tag, comm)
-            if code != 0:
-                return k, code
-    return count, np.int32(0)
-
-
-@numba.njit(cache=True)
-def _barrier_loop(barrier, comm, count, out):
-    """``count`` back-to-back barriers, each timed into ``out`` [cycles]."""
-    for k in range(count):
-        start = read_tsc()
-        code = call_barrier(barrier, comm)
-        stop = read_tsc()
-        if code != 0:
-            return k, code
-        out[k] = stop - start
-    return count, np.int32(0)
 
 
 # --------------------------------------------------------------------------------------
 # the benchmark
 # --------------------------------------------------------------------------------------
-def store_path(output) -> Path:
-    """The chunk directory of a run writing ``output``: ``<output>.latency``."""
-    output = Path(output)
-    return output.with_name(output.name + STORE_SUFFIX)
-
-
-def target_problem(output, overwrite: bool = False) -> str | None:
-    """Why a run may not write ``output`` and its chunk directory, or None if it may."""
-    return _chunks.output_problem(output, store_path(output), KIND, "latency", overwrite)
-
-
 def _check_arguments(output, round_trips, barriers) -> tuple[Path, int, int]:
     """The checked arguments, or ValueError naming the bad one."""
     round_trips = check_integer("round_trips", round_trips, 1)
     barriers = check_integer("barriers", barriers, 1)
-    output = Path(output)
-    if output.suffix.lower() != ".nc":
-        raise ValueError(f"{output.name}: the latency benchmark writes netCDF; name the "
-                         "output FILE.nc")
-    return output, round_trips, barriers
+    return FILES.output_path(output), round_trips, barriers
 
 
 #: bytes per timed round trip or barrier that rank 0 holds: the chunks' cycles, then the
@@ -237,14 +165,9 @@ def latency_benchmark(output, round_trips: int = 1000, barriers: int = 10000, co
     pin : bool, default True
         Pin each rank to one CPU, as :func:`jitterlab.measure.parallel_benchmark` does (the
         ``k``-th rank on a host to the ``k mod m``-th of its ``m`` allowed CPUs).
-    overwrite : bool, default False
-        Replace an existing ``output`` and an earlier chunk directory.
-    keep_chunks : bool, default False
-        Keep ``<output>.latency`` after writing ``output``.
-    progress : bool, default True
-        A tqdm progress bar on rank 0 (stderr), one step per chunk.
-    command : str, optional
-        Recorded in ``attrs["command"]`` (default: this call).
+    overwrite, keep_chunks, progress, command
+        As for :func:`jitterlab.measure.parallel_benchmark` (the chunk directory is
+        ``<output>.latency``; the progress bar steps once per chunk).
     allow_large : bool, default False
         Run even if the run would take longer than
         :data:`jitterlab.base.limits.MAX_PLANNED_SECONDS` (1 h) or need more than half the
@@ -348,13 +271,13 @@ def _warm_up(comm, MPI, setup, comm_handle, byte, message, status
     rank 0 (None elsewhere): the warm-up that also plans the run's duration."""
     rank = comm.Get_rank()
     cycles = np.zeros(_WARMUP, dtype=np.int64)
-    _barrier_loop(setup["barrier"], comm_handle, np.int64(_WARMUP), cycles)
+    barrier_loop(setup["barrier"], comm_handle, np.int64(_WARMUP), cycles)
     barrier = float(np.median(cycles))
     if rank in (0, 1):
-        done, code = _ping_pong_loop(setup["send"], setup["recv"], comm_handle, message, byte,
+        done, code = ping_pong_loop(setup["send"], setup["recv"], comm_handle, message, byte,
                                      status, np.int32(1 - rank), rank == 0,
                                      np.int64(_WARMUP), cycles)
-        check_status(MPI, code)
+        mpi_runs.check_status(MPI, code)
     _idle_barrier(comm)
     if rank != 0:
         return None
@@ -367,12 +290,12 @@ def _run(comm, MPI, output, round_trips, barriers, pin, overwrite, keep_chunks, 
     rank, size = comm.Get_rank(), comm.Get_size()
     root = rank == 0
     store = store_path(output)
-    refuse_taken_output(comm, target_problem, output, overwrite)
+    mpi_runs.refuse_taken_output(comm, target_problem, output, overwrite)
     problem = comm.bcast(limit_problem(size, round_trips, barriers, None, None, allow_large)
                          if root else None, root=0)
     if problem is not None:
         raise limits.ResourceLimitError(problem)
-    placement = ranks_and_cpus(comm, pin)
+    placement = mpi_runs.ranks_and_cpus(comm, pin)
     if root and placement["oversubscribed"]:
         logger.warning("more MPI ranks than CPUs on a host: the ranks share CPUs, so the "
                        "latencies include waiting for a descheduled rank")
@@ -381,7 +304,7 @@ def _run(comm, MPI, output, round_trips, barriers, pin, overwrite, keep_chunks, 
                       for start in range(0, barriers, _BARRIER_CHUNK))
     n_chunks = size * (size - 1) // 2 + -(-barriers // _BARRIER_CHUNK)
     with DeferredInterrupt() as interrupt, pinned(placement["this_cpu"]):
-        setup = collectively(comm, _set_up_rank, MPI)
+        setup = mpi_runs.collectively(comm, _set_up_rank, MPI)
         comm_handle = handle(MPI, comm)
         byte = handle(MPI, MPI.BYTE)
         message = np.zeros(MESSAGE_BYTES, dtype=np.uint8)
@@ -402,7 +325,7 @@ def _run(comm, MPI, output, round_trips, barriers, pin, overwrite, keep_chunks, 
                                root=0)
         metadata = (_metadata(MPI, round_trips, barriers, size, placement, per_rank, command)
                     if root else None)
-        writer = collectively(comm, lambda: _chunks.ChunkWriter(
+        writer = mpi_runs.collectively(comm, lambda: _chunks.ChunkWriter(
             store, metadata, kind=KIND, overwrite=overwrite) if root else None)
         ping_pong = np.zeros(max(round_trips, _WARMUP), dtype=np.int64)
         barrier_out = np.zeros(max(min(barriers, _BARRIER_CHUNK), _WARMUP), dtype=np.int64)
@@ -415,10 +338,10 @@ def _run(comm, MPI, output, round_trips, barriers, pin, overwrite, keep_chunks, 
                 if rank in (i, j):
                     peer = np.int32(j if rank == i else i)
                     for count in (_WARMUP, round_trips):
-                        done, code = _ping_pong_loop(
+                        done, code = ping_pong_loop(
                             setup["send"], setup["recv"], comm_handle, message, byte, status,
                             peer, rank == i, np.int64(count), ping_pong)
-                        check_status(MPI, code)
+                        mpi_runs.check_status(MPI, code)
                 _idle_barrier(comm)
                 samples = comm.gather(ping_pong[:round_trips].copy() if rank == i else None,
                                       root=0)
@@ -430,11 +353,11 @@ def _run(comm, MPI, output, round_trips, barriers, pin, overwrite, keep_chunks, 
                     interrupted = True
                     break
             if not interrupted:
-                _barrier_loop(setup["barrier"], comm_handle, np.int64(_WARMUP), barrier_out)
+                barrier_loop(setup["barrier"], comm_handle, np.int64(_WARMUP), barrier_out)
                 for count in barrier_chunks:
-                    done, code = _barrier_loop(setup["barrier"], comm_handle, np.int64(count),
+                    done, code = barrier_loop(setup["barrier"], comm_handle, np.int64(count),
                                                barrier_out)
-                    check_status(MPI, code)
+                    mpi_runs.check_status(MPI, code)
                     gathered = comm.gather(barrier_out[:count].copy(), root=0)
                     _store(comm, writer, phase=np.array("barrier"),
                            cycles=np.stack(gathered) if root else None)
@@ -444,8 +367,9 @@ def _run(comm, MPI, output, round_trips, barriers, pin, overwrite, keep_chunks, 
                         interrupted = True
                         break
         summary = {"chunks": chunks, "finished_at": utc_now()}
-        result = finish_run(comm, root, writer, summary, interrupted, store, output,
-                            read_latency, write_latency, read_latency, keep_chunks, overwrite)
+        result = mpi_runs.finish_run(comm, root, writer, summary, interrupted, store, output,
+                                     read_latency, write_latency, read_latency, keep_chunks,
+                                     overwrite)
     if interrupted:
         raise KeyboardInterrupt
     return result
@@ -453,7 +377,7 @@ def _run(comm, MPI, output, round_trips, barriers, pin, overwrite, keep_chunks, 
 
 def _store(comm, writer, **arrays) -> None:
     """Rank 0 stores one chunk; collective (a failure to write stops every rank)."""
-    collectively(comm, lambda: writer.append(**arrays) if writer is not None else None)
+    mpi_runs.collectively(comm, lambda: writer.append(**arrays) if writer is not None else None)
 
 
 def _stop_requested(comm, MPI, interrupt) -> bool:
@@ -463,91 +387,8 @@ def _stop_requested(comm, MPI, interrupt) -> bool:
 
 
 def _metadata(MPI, round_trips, barriers, size, placement, per_rank, command) -> dict:
-    return {**run_metadata(MPI, SOURCE, size, placement, per_rank, command),
+    return {**mpi_runs.run_metadata(MPI, SOURCE, size, placement, per_rank, command),
             "round_trips": round_trips, "barriers": barriers, "message_bytes": MESSAGE_BYTES}
-
-
-# --------------------------------------------------------------------------------------
-# reading and writing
-# --------------------------------------------------------------------------------------
-def _dataset_from_store(metadata: dict, chunks: list[dict], name: str):
-    import xarray as xr
-
-    if not chunks:
-        raise ValueError(f"{name}: no complete chunk: the run stopped before its first "
-                         "chunk was stored")
-    n_ranks = int(metadata["n_ranks"])
-    frequency = np.asarray(metadata["frequency_hz"], dtype=np.float64)
-    pings = [c for c in chunks if str(c["phase"]) == "ping_pong"]
-    blocks = [np.asarray(c["cycles"], dtype=np.int64) for c in chunks
-              if str(c["phase"]) == "barrier"]
-    initiator = np.array([int(c["initiator"]) for c in pings], dtype=np.int64)
-    responder = np.array([int(c["responder"]) for c in pings], dtype=np.int64)
-    cycles = (np.stack([np.asarray(c["cycles"], dtype=np.int64) for c in pings]) if pings
-              else np.zeros((0, 0), dtype=np.int64))
-    barrier = (np.concatenate(blocks, axis=1) if blocks
-               else np.zeros((n_ranks, 0), dtype=np.int64))
-    data_vars = {
-        "ping_pong": (("pair", "exchange"), cycles / frequency[initiator][:, None],
-                      {"units": "s", "long_name": f"round-trip time of a {MESSAGE_BYTES}-byte "
-                       "message from the initiator to the responder and back (τ = half of "
-                       "it)"}),
-        "barrier": (("rank", "sample"), barrier / frequency[:, None],
-                    {"units": "s", "long_name": "time of one MPI_Barrier call in a loop of "
-                     "empty barriers"}),
-        **counter_variables(metadata),
-    }
-    coords = {
-        **rank_coordinates(metadata),
-        "pair": ("pair", np.arange(len(pings)), {"units": "1", "long_name": "pair of ranks"}),
-        "initiator": ("pair", initiator, {"units": "1", "long_name": "rank that sends first "
-                                          "and times the round trip"}),
-        "responder": ("pair", responder, {"units": "1", "long_name": "rank that sends the "
-                                          "message back"}),
-    }
-    attrs = {key: value for key, value in metadata.items()
-             if key not in _STORE_KEYS and key not in _PER_RANK and value is not None}
-    attrs.update(chunks=len(chunks), complete=bool(metadata.get("complete", False)),
-                 interrupted=bool(metadata.get("interrupted", False)))
-    return xr.Dataset(data_vars, coords=coords, attrs=attrs)
-
-
-def write_latency(dataset, path, *, overwrite: bool = False) -> Path:
-    """Write a latency Dataset to netCDF, atomically (as the benchmark does); an existing
-    file only with ``overwrite=True``."""
-    return write_dataset(dataset, path, compressed=("ping_pong", "barrier"),
-                         what="latency Dataset", overwrite=overwrite)
-
-
-def is_latency_file(path) -> bool:
-    """True if ``path`` is a netCDF file written by the latency benchmark."""
-    return has_source(path, SOURCE)
-
-
-def read_latency(path):
-    """Read a latency run: its netCDF file or its chunk directory.
-
-    Parameters
-    ----------
-    path : path-like
-        The ``output`` of :func:`latency_benchmark` (``jitterlab measure latency``), or
-        its chunk directory ``<output>.latency`` — also of a killed or interrupted run.
-
-    Returns
-    -------
-    xarray.Dataset
-        As described in :func:`latency_benchmark`; ``attrs["complete"]`` is False for a
-        run that did not finish.
-
-    Raises
-    ------
-    FileNotFoundError
-        If ``path`` does not exist.
-    ValueError
-        If ``path`` is neither, or holds no complete chunk.
-    """
-    return read_run(path, kind=KIND, source=SOURCE, what="latency", bool_attrs=_BOOL_ATTRS,
-                    from_store=_dataset_from_store)
 
 
 # --------------------------------------------------------------------------------------

@@ -18,12 +18,13 @@ time ``b_i`` and of the iteration time ``θ`` that the max-of-N method and Theor
 Switching the random wait and the broadcast off and on reproduces the experiment of their
 Fig. 3 and Fig. 4. See ``docs/measure.md`` (section "The Parallel Benchmark").
 
-The loop is one numba kernel that calls ``MPI_Barrier``/``MPI_Bcast`` directly
-(:mod:`jitterlab.measure._mpi`): nothing is allocated, printed or interpreted between the
-timestamp reads. The run is cut into chunks of about ``chunk_seconds``; at the end of each
-chunk (outside the timed loop) every rank histograms its samples, the samples are gathered
-to rank 0 and rank 0 stores them as one file of a chunk store (``<output>.pb/``), so a
-killed run keeps every completed chunk (:func:`read_pb` reads the directory).
+The loop is one numba kernel (:mod:`jitterlab.measure.pb_kernel`) that calls
+``MPI_Barrier``/``MPI_Bcast`` directly (:mod:`jitterlab.measure._mpi`): nothing is
+allocated, printed or interpreted between the timestamp reads. The run is cut into chunks
+of about ``chunk_seconds``; at the end of each chunk (outside the timed loop) every rank
+histograms its samples, the samples are gathered to rank 0 and rank 0 stores them as one
+file of a chunk store (``<output>.pb/``), so a killed run keeps every completed chunk
+(:func:`read_pb` reads the directory).
 
 References
 ----------
@@ -35,29 +36,34 @@ from __future__ import annotations
 
 import logging
 import math
-from pathlib import Path
 
-import numba
 import numpy as np
 from tqdm import tqdm
 
 from ..io import chunks as _chunks
+from . import mpi_runs
 from ._machine import check_integer, check_seconds, pinned, utc_now
-from ._mpi import call_barrier, call_bcast, call_text, handle, mpi_functions, on_own_communicator
-from ._ncfile import has_source, read_run, write_dataset
-from ._ranks import (
-    check_status,
-    collectively,
-    counter_variables,
-    finish_run,
-    rank_coordinates,
-    ranks_and_cpus,
-    refuse_taken_output,
-    run_metadata,
-)
-from ._tsc import calibrate_tsc, check_cycle_counter, read_tsc
+from ._mpi import call_text, handle, mpi_functions, on_own_communicator
+from ._tsc import calibrate_tsc, check_cycle_counter
 from .detour import DeferredInterrupt
-from .fwq import LCG_A, LCG_B, LCG_P, Quanta, calibrate_quanta, lcg_steps
+from .fwq import LCG_A, LCG_B, LCG_P, Quanta, calibrate_quanta
+from .pb_files import (  # noqa: F401  (the files' side, importable from here as before)
+    FILES,
+    HIST_BINS_PER_DECADE,
+    HIST_RANGE,
+    KIND,
+    QUANTITIES,
+    SOURCE,
+    STORE_SUFFIX,
+    default_hist_bins,
+    histogram_law,
+    is_pb_file,
+    read_pb,
+    store_path,
+    target_problem,
+    write_pb,
+)
+from .pb_kernel import pb_loop
 
 __all__ = ["parallel_benchmark", "read_pb", "write_pb", "histogram_law", "default_hist_bins",
            "is_pb_file",
@@ -66,21 +72,6 @@ __all__ = ["parallel_benchmark", "read_pb", "write_pb", "histogram_law", "defaul
 
 logger = logging.getLogger(__name__)
 
-SOURCE = "jitterlab.bench.pb"  # the files' format marker (kept)
-KIND = "pb"
-#: suffix of the chunk directory next to the output file
-STORE_SUFFIX = ".pb"
-#: the three times stored per iteration, in the order of the kernel's output rows
-QUANTITIES = ("compute", "barrier", "iteration")
-_LONG_NAMES = {
-    "compute": "compute time t_f - t_s of one iteration (w + δ)",
-    "barrier": "barrier time t_e - t_f of one iteration",
-    "iteration": "iteration time t_e - t_s (θ)",
-}
-#: default histogram: log-spaced bins, this many per decade ...
-HIST_BINS_PER_DECADE = 200
-#: ... from the first to the second edge [s], plus [0, 10 ns) below and [10 s, ∞) above
-HIST_RANGE = (1e-8, 10.0)
 #: LCG start value (any value in [1, p) would do)
 _LCG_SEED = 1
 #: trials of the LCG calibration (as FWQ)
@@ -93,80 +84,11 @@ _FIRST_CHUNK_SECONDS = 0.1
 _BARRIER_GUESS = 20e-6
 #: loop iterations run before measuring (compile, first touch, check the MPI calls)
 _WARMUP_ITERATIONS = 3
-#: Dataset attributes stored as 0/1 in netCDF and read back as bool
-_BOOL_ATTRS = ("random_wait", "broadcast", "oversubscribed", "pinned", "complete",
-               "interrupted", "calibration_extrapolated", "tsc_invariant")
-#: chunk-store metadata that become per-rank variables or coordinates, not attributes
-_PER_RANK = ("host", "node", "cpu", "frequency_hz", "lcg_iterations", "calibrated_work",
-             "tsc_calibration_spread", "calibration_extrapolated")
-_STORE_KEYS = ("format", "version", "kind", "unit", "bin_edges")
-
-
-# --------------------------------------------------------------------------------------
-# the timed loop
-# --------------------------------------------------------------------------------------
-@numba.njit(cache=True)
-def _pb_loop(barrier, bcast, comm, double, lcg_iterations, x, waits, count, broadcast,
-             root, elapsed, stop_at, frequency, out):
-    """Run up to ``count`` iterations of Algorithm 1; no allocation, no Python.
-
-    ``waits[i]`` is the busy-wait before iteration ``i`` [cycles]; ``out`` (3, capacity)
-    receives compute, barrier and iteration time [cycles]. With ``broadcast``, rank 0
-    (``root``) sets ``elapsed[0] += (t_e − start of this call) / frequency`` after each
-    iteration and broadcasts it; every rank stops once it reaches ``stop_at`` [s].
-    Returns ``(iterations done, LCG state, MPI error code, cycles spent in the call)``.
-    """
-    n = 0
-    status = np.int32(0)
-    start = read_tsc()
-    origin = elapsed[0]
-    while n < count:
-        wait = waits[n]
-        if wait > 0:
-            begin = read_tsc()
-            while read_tsc() - begin < wait:
-                pass
-        status = call_barrier(barrier, comm)
-        if status != 0:
-            break
-        t_s = read_tsc()
-        x = lcg_steps(lcg_iterations, x)
-        t_f = read_tsc()
-        status = call_barrier(barrier, comm)
-        t_e = read_tsc()
-        if status != 0:
-            break
-        out[0, n] = t_f - t_s
-        out[1, n] = t_e - t_f
-        out[2, n] = t_e - t_s
-        n += 1
-        if broadcast:
-            if root:
-                elapsed[0] = origin + (t_e - start) / frequency
-            status = call_bcast(bcast, elapsed, double, comm)
-            if status != 0:
-                break
-            if elapsed[0] >= stop_at:
-                break
-    return n, x, status, read_tsc() - start
 
 
 # --------------------------------------------------------------------------------------
 # histograms
 # --------------------------------------------------------------------------------------
-def default_hist_bins() -> np.ndarray:
-    """The default histogram edges [s]: 0, then log-spaced from 10 ns to 10 s.
-
-    :data:`HIST_BINS_PER_DECADE` (200) bins per decade, each 1.16 % wide, over
-    :data:`HIST_RANGE`; with the bin ``[10 s, ∞)`` that every histogram adds at the top,
-    every non-negative time falls in a bin.
-    """
-    low, high = HIST_RANGE
-    decades = round(math.log10(high / low))
-    edges = np.logspace(math.log10(low), math.log10(high), decades * HIST_BINS_PER_DECADE + 1)
-    return np.concatenate(([0.0], edges))
-
-
 def _check_edges(hist_bins) -> np.ndarray:
     """The finite edges e_0 = 0 < e_1 < ... < e_K; bins [e_k, e_k+1) and [e_K, ∞)."""
     if hist_bins is None:
@@ -234,45 +156,15 @@ def _check_arguments(work, duration, output, random_wait, broadcast, max_wait, s
     for name, value in (("random_wait", random_wait), ("broadcast", broadcast)):
         if not isinstance(value, bool | np.bool_):
             raise ValueError(f"{name} must be True or False, got {value!r}")
-    if max_wait is None:
-        max_wait = work
-    else:
-        if isinstance(max_wait, bool):
-            raise ValueError(f"max_wait must be a number of seconds, got {max_wait!r}")
-        try:
-            max_wait = float(max_wait)
-        except (TypeError, ValueError):
-            raise ValueError(f"max_wait must be a number of seconds, got {max_wait!r}") from None
-        if not math.isfinite(max_wait) or max_wait < 0:
-            raise ValueError(f"max_wait must be finite and >= 0 seconds, got {max_wait!r}")
+    max_wait = work if max_wait is None else check_seconds("max_wait", max_wait, zero=True)
     if not random_wait:
         max_wait = 0.0
     seed = check_integer("seed", seed, 0)
     if max_samples is not None:
         max_samples = check_integer("max_samples", max_samples, 0)
-    output = Path(output)
-    if output.suffix.lower() != ".nc":
-        raise ValueError(f"{output.name}: the Parallel Benchmark writes netCDF; name the "
-                         "output FILE.nc")
+    output = FILES.output_path(output)
     return work, duration, output, bool(random_wait), bool(broadcast), max_wait, seed, \
         chunk_seconds, max_samples
-
-
-def store_path(output) -> Path:
-    """The chunk directory of a run writing ``output``: ``<output>.pb``."""
-    output = Path(output)
-    return output.with_name(output.name + STORE_SUFFIX)
-
-
-def target_problem(output, overwrite: bool = False) -> str | None:
-    """Why a run may not write ``output`` and its chunk directory, or None if it may.
-
-    Refused: an existing ``output`` or an earlier run in ``<output>.pb`` (unless
-    ``overwrite``), and always a directory at ``output`` or a ``<output>.pb`` that is not a
-    Parallel Benchmark chunk directory.
-    """
-    return _chunks.output_problem(output, store_path(output), KIND, "Parallel Benchmark",
-                                  overwrite)
 
 
 def parallel_benchmark(work: float, duration: float, output, random_wait: bool = True,
@@ -444,14 +336,14 @@ def _run(comm, MPI, work, duration, output, random_wait, broadcast, max_wait, se
     rank, size = comm.Get_rank(), comm.Get_size()
     root = rank == 0
     store = store_path(output)
-    refuse_taken_output(comm, target_problem, output, overwrite)
+    mpi_runs.refuse_taken_output(comm, target_problem, output, overwrite)
 
-    placement = ranks_and_cpus(comm, pin)
+    placement = mpi_runs.ranks_and_cpus(comm, pin)
     if root and placement["oversubscribed"]:
         logger.warning("more MPI ranks than CPUs on a host: the ranks share CPUs, so the "
                        "noise they measure is no longer independent across ranks")
     with DeferredInterrupt() as interrupt, pinned(placement["this_cpu"]):
-        setup = collectively(comm, _set_up_rank, work, MPI)
+        setup = mpi_runs.collectively(comm, _set_up_rank, work, MPI)
         frequency = setup["frequency_hz"]
         fit = setup["fit"]
         comm_handle = handle(MPI, comm)
@@ -464,10 +356,10 @@ def _run(comm, MPI, work, duration, output, random_wait, broadcast, max_wait, se
         uniform = np.zeros(capacity, dtype=np.float64) if random_wait else None
         elapsed = np.zeros(1, dtype=np.float64)
         # warm-up: compiles (or loads) the kernel and checks the MPI calls on every rank
-        _, x, status, _ = _pb_loop(*kernel_args, lcg_iterations, setup["x"], waits,
+        _, x, status, _ = pb_loop(*kernel_args, lcg_iterations, setup["x"], waits,
                                    np.int64(_WARMUP_ITERATIONS), broadcast, root, elapsed,
                                    math.inf, frequency, out)
-        check_status(MPI, status)
+        mpi_runs.check_status(MPI, status)
         elapsed[0] = 0.0
 
         per_rank = comm.gather({"frequency_hz": frequency,
@@ -482,7 +374,7 @@ def _run(comm, MPI, work, duration, output, random_wait, broadcast, max_wait, se
             metadata = _metadata(MPI, work, duration, random_wait, broadcast, max_wait, seed,
                                  chunk_seconds, max_samples, edges, default_bins, size,
                                  placement, per_rank, command)
-        writer = collectively(comm, lambda: _chunks.ChunkWriter(
+        writer = mpi_runs.collectively(comm, lambda: _chunks.ChunkWriter(
             store, metadata, kind=KIND, overwrite=overwrite) if root else None)
 
         rng = np.random.default_rng([seed, rank])
@@ -508,11 +400,11 @@ def _run(comm, MPI, work, duration, output, random_wait, broadcast, max_wait, se
                     limit, stop_at = capacity, min(float(elapsed[0]) + chunk_seconds, duration)
                 else:
                     limit, stop_at = count, math.inf
-                n, x, status, cycles = _pb_loop(*kernel_args, lcg_iterations, x, waits,
+                n, x, status, cycles = pb_loop(*kernel_args, lcg_iterations, x, waits,
                                                 np.int64(limit), broadcast, root, elapsed,
                                                 stop_at, frequency, out)
                 # ---- outside the timed loop from here on ----
-                check_status(MPI, status)
+                mpi_runs.check_status(MPI, status)
                 flags = np.array([cycles / frequency, float(interrupt.requested)])
                 comm.Allreduce(MPI.IN_PLACE, flags, op=MPI.MAX)
                 seconds = float(elapsed[0]) - measured if broadcast else float(flags[0])
@@ -533,8 +425,8 @@ def _run(comm, MPI, work, duration, output, random_wait, broadcast, max_wait, se
         summary = {"measured_duration": measured, "iterations": total, "samples": kept,
                    "chunks": chunks, "finished_at": utc_now()}
         interrupted = bool(flags[1])
-        result = finish_run(comm, root, writer, summary, interrupted, store, output,
-                            read_pb, write_pb, read_pb, keep_chunks, overwrite)
+        result = mpi_runs.finish_run(comm, root, writer, summary, interrupted, store, output,
+                                     read_pb, write_pb, read_pb, keep_chunks, overwrite)
     if interrupted:
         raise KeyboardInterrupt
     return result
@@ -571,13 +463,13 @@ def _store_chunk(comm, MPI, writer, out, n, keep, seconds, frequency, edges) -> 
             hist_index=np.concatenate([part[0] for part in histograms]),
             hist_count=np.concatenate([part[1] for part in histograms]))
 
-    collectively(comm, write)
+    mpi_runs.collectively(comm, write)
 
 
 def _metadata(MPI, work, duration, random_wait, broadcast, max_wait, seed, chunk_seconds,
               max_samples, edges, default_bins, size, placement, per_rank, command) -> dict:
     return {
-        **run_metadata(MPI, SOURCE, size, placement, per_rank, command),
+        **mpi_runs.run_metadata(MPI, SOURCE, size, placement, per_rank, command),
         "work": work, "duration": duration,
         "random_wait": random_wait, "broadcast": broadcast, "max_wait": max_wait,
         "seed": seed, "chunk_seconds": chunk_seconds, "max_samples": max_samples,
@@ -587,136 +479,3 @@ def _metadata(MPI, work, duration, random_wait, broadcast, max_wait, seed, chunk
     }
 
 
-# --------------------------------------------------------------------------------------
-# reading
-# --------------------------------------------------------------------------------------
-def _dataset_from_store(metadata: dict, chunks: list[dict], name: str):
-    import xarray as xr
-
-    if not chunks:
-        raise ValueError(f"{name}: no complete chunk: the run stopped before its first "
-                         "chunk was stored")
-    n_ranks = int(metadata["n_ranks"])
-    frequency = np.asarray(metadata["frequency_hz"], dtype=np.float64)
-    edges = np.asarray(metadata["bin_edges"], dtype=np.float64)
-    n_bins = edges.size
-    counts = np.zeros((n_ranks, len(QUANTITIES) * n_bins), dtype=np.int64)
-    for chunk in chunks:
-        np.add.at(counts, (np.asarray(chunk["hist_rank"], dtype=np.intp),
-                           np.asarray(chunk["hist_index"], dtype=np.intp)),
-                  np.asarray(chunk["hist_count"], dtype=np.int64))
-    counts = counts.reshape(n_ranks, len(QUANTITIES), n_bins)
-    data_vars = {}
-    for q, quantity in enumerate(QUANTITIES):
-        cycles = np.concatenate([np.asarray(chunk[quantity], dtype=np.int64)
-                                 for chunk in chunks], axis=1)
-        data_vars[quantity] = (("rank", "sample"), cycles / frequency[:, None],
-                               {"units": "s", "long_name": _LONG_NAMES[quantity]})
-        data_vars[f"{quantity}_hist"] = (
-            ("rank", "bin"), counts[:, q, :],
-            {"units": "1", "long_name": f"number of iterations per bin of the {quantity} "
-             "time: bin k holds bin_edges[k] <= t < bin_edges[k+1]"})
-    data_vars["lcg_iterations"] = ("rank", np.asarray(metadata["lcg_iterations"],
-                                                      dtype=np.int64),
-                                   {"units": "1", "long_name": "LCG steps of one quantum "
-                                    "of work (calibrated by the rank)"})
-    data_vars["calibrated_work"] = ("rank", np.asarray(metadata["calibrated_work"],
-                                                       dtype=np.float64),
-                                    {"units": "s", "long_name": "minimum time of the "
-                                     "calibrated work quantum"})
-    data_vars.update(counter_variables(metadata))
-    coords = {
-        **rank_coordinates(metadata),
-        "bin_edges": ("bin_edge", np.append(edges, np.inf),
-                      {"units": "s", "long_name": "histogram bin edges"}),
-    }
-    attrs = {key: value for key, value in metadata.items()
-             if key not in _STORE_KEYS and key not in _PER_RANK and value is not None}
-    attrs["calibration_extrapolated"] = any(metadata.get("calibration_extrapolated", []))
-    attrs.update(
-        measured_duration=float(sum(float(chunk["seconds"]) for chunk in chunks)),
-        iterations=int(sum(int(chunk["iterations"]) for chunk in chunks)),
-        samples=int(data_vars["compute"][1].shape[1]), chunks=len(chunks),
-        complete=bool(metadata.get("complete", False)),
-        interrupted=bool(metadata.get("interrupted", False)))
-    return xr.Dataset(data_vars, coords=coords, attrs=attrs)
-
-
-def histogram_law(dataset, quantity: str, rank: int):
-    """The law of one rank's ``quantity`` over every iteration of a run, from its histogram.
-
-    Parameters
-    ----------
-    dataset : xarray.Dataset
-        A Parallel Benchmark result (:func:`read_pb`, :func:`jitterlab.datasets.load_pb`).
-    quantity : {"compute", "barrier", "iteration"}
-        Which time: w + δ, b or θ.
-    rank : int
-        The rank. [-]
-
-    Returns
-    -------
-    jitterlab.noise.Histogram
-        Uniform inside each bin [s]. The raw ``sample`` values hold only the first
-        iterations of a long run; the histograms count all of them.
-
-    Raises
-    ------
-    ValueError
-        For an unknown ``quantity``, or when iterations fell into the last bin, which
-        reaches to infinity (longer than the histogram's range).
-    """
-    from ..noise import Histogram
-
-    if quantity not in QUANTITIES:
-        raise ValueError(f"quantity must be one of {QUANTITIES}, got {quantity!r}")
-    counts = dataset[f"{quantity}_hist"].sel(rank=rank).values
-    if counts[-1]:
-        raise ValueError(f"rank {rank}: {int(counts[-1])} {quantity} times beyond the "
-                         "histogram's last finite edge")
-    return Histogram(dataset["bin_edges"].values[:-1], counts[:-1])
-
-
-def write_pb(dataset, path, *, overwrite: bool = False) -> Path:
-    """Write a Parallel Benchmark Dataset to netCDF, atomically (as the benchmark does).
-
-    Boolean attributes are stored as 0/1 (netCDF has no boolean attributes) and read back
-    as bool by :func:`read_pb`. Used to save the Dataset of an interrupted run read from
-    its chunk directory. An existing file only with ``overwrite=True``.
-    """
-    return write_dataset(dataset, path, overwrite=overwrite, compressed=[
-        name for quantity in QUANTITIES for name in (quantity, f"{quantity}_hist")],
-        what="Parallel Benchmark Dataset")
-
-
-def is_pb_file(path) -> bool:
-    """True if ``path`` is a netCDF file written by the Parallel Benchmark."""
-    return has_source(path, SOURCE)
-
-
-def read_pb(path):
-    """Read a Parallel Benchmark run: its netCDF file or its chunk directory.
-
-    Parameters
-    ----------
-    path : path-like
-        The ``output`` file of :func:`parallel_benchmark` (``jitterlab measure pb``), or
-        its chunk directory ``<output>.pb`` — also of a run that was killed or
-        interrupted, which gives every completed chunk.
-
-    Returns
-    -------
-    xarray.Dataset
-        As described in :func:`parallel_benchmark` (loaded into memory);
-        ``attrs["complete"]`` is False for a run that did not finish.
-
-    Raises
-    ------
-    FileNotFoundError
-        If ``path`` does not exist.
-    ValueError
-        If ``path`` is neither, holds no complete chunk, or a chunk other than the last
-        is damaged.
-    """
-    return read_run(path, kind=KIND, source=SOURCE, what="Parallel Benchmark",
-                    bool_attrs=_BOOL_ATTRS, from_store=_dataset_from_store)

@@ -1,8 +1,8 @@
-"""Helpers shared by the MPI benchmarks: failing together, where the ranks run, and
-closing a run.
+"""Helpers shared by the runs of the MPI benchmarks: failing together, where the ranks
+run, the metadata, and closing a run.
 
 Used by :mod:`jitterlab.measure.pb`, :mod:`jitterlab.measure.latency` and
-:mod:`jitterlab.measure.bsp`.
+:mod:`jitterlab.measure.bsp` (and by their files' modules for the per-rank variables).
 """
 
 from __future__ import annotations
