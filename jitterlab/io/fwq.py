@@ -104,12 +104,12 @@ def read_fwq(path, frequency_hz: float | None = None) -> Empirical:
     --------
     >>> import tempfile, pathlib
     >>> from jitterlab.io import read_fwq
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     path = pathlib.Path(tmp) / "fwq_0_times.dat"
-    ...     _ = path.write_text("1000\\n1000\\n1500\\n")
-    ...     law = read_fwq(path, frequency_hz=1e9)
-    >>> law.values.tolist()
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> path = pathlib.Path(folder.name) / "fwq_0_times.dat"
+    >>> _ = path.write_text("1000\\n1000\\n1500\\n")
+    >>> read_fwq(path, frequency_hz=1e9).values.tolist()
     [1e-06, 1e-06, 1.5e-06]
+    >>> folder.cleanup()
     """
     if frequency_hz is not None:
         frequency_hz = check_positive("frequency_hz", frequency_hz)

@@ -2,7 +2,7 @@
 
 :func:`write_otf2_events` writes what :func:`jitterlab.io.read_otf2_events` reads back:
 compute regions, point-to-point messages and collectives, the per-interval noise as
-metrics, at :data:`~jitterlab.io.otf2.TIMER_RESOLUTION` ticks per second.
+metrics, at :data:`~jitterlab.io.otf2_records.TIMER_RESOLUTION` ticks per second.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 
 from ..traces.events import NOISE_PREFIX, EventTrace
 from ..traces.values import plain_metadata
-from .otf2 import (
+from .otf2_records import (
     ANY_ORDER_ATTRIBUTE,
     ARCHIVE_NAME,
     FORMAT_VERSION,
