@@ -41,38 +41,28 @@ def _info(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from ..measure.latency import is_latency_file, read_latency
     from ..measure.pb import is_pb_file
 
+    # the results of the benchmarks: chunk-directory kind, file test, reader, printer
+    results = ((None, is_fwq_samples_file, read_fwq_samples, _print_fwq_info),
+               ("pb", is_pb_file, read_pb, _print_pb_info),
+               ("latency", is_latency_file, read_latency, _print_latency_info),
+               ("bsp", is_bsp_file, read_bsp, print_bsp_summary))
     path: Path = args.file
     if not path.exists():
         parser.error(f"{path} does not exist")
     try:
-        if path.is_dir():
-            kind = store_kind(path)
-            if kind == "pb":
-                _print_pb_info(path, read_pb(path))
+        is_dir = path.is_dir()
+        kind = store_kind(path) if is_dir else None
+        for store, is_result, read, show in results:
+            if (store is not None and kind == store) if is_dir else (
+                    args.format is None and is_result(path)):
+                show(path, read(path))
                 return 0
-            if kind == "latency":
-                _print_latency_info(path, read_latency(path))
-                return 0
-            if kind == "bsp":
-                print_bsp_summary(path, read_bsp(path))
-                return 0
+        if is_dir:
             if kind != "detour":
                 parser.error(f"{path} is a directory but not a detour run (nor a Parallel "
                              "Benchmark or latency run)")
             trace = read_detour(path)
             kind = "detour run" + ("" if trace.attrs.get("complete") else " (incomplete)")
-        elif args.format is None and is_fwq_samples_file(path):
-            _print_fwq_info(path, read_fwq_samples(path))
-            return 0
-        elif args.format is None and is_pb_file(path):
-            _print_pb_info(path, read_pb(path))
-            return 0
-        elif args.format is None and is_latency_file(path):
-            _print_latency_info(path, read_latency(path))
-            return 0
-        elif args.format is None and is_bsp_file(path):
-            print_bsp_summary(path, read_bsp(path))
-            return 0
         else:
             trace = read_trace(path, format=args.format)
             kind = "jitter trace"

@@ -16,15 +16,18 @@ import numpy as np
 
 from ..base.limits import MAX_PLANNED_SECONDS  # the longest measurement without --force [s]
 from .common import (
+    add_keep_chunks_option,
     add_output_options,
     command_line,
     configure_logging,
     file_suffix,
+    finish_benchmark_parser,
     format_seconds,
+    launcher_rank,
     print_error,
     print_table,
 )
-from .measure_mpi import add_measure_bsp, add_measure_latency, add_measure_pb, launcher_rank
+from .measure_mpi import add_measure_bsp, add_measure_latency, add_measure_pb
 
 __all__ = ["add_measure_parsers", "check_planned_duration"]
 
@@ -52,8 +55,9 @@ def add_measure_parsers(commands) -> None:
     _add_measure_counters(benchmarks)
     # Further benchmarks go here, each in its own ``_add_measure_<name>(benchmarks)`` (here,
     # or ``add_measure_<name>`` in measure_mpi.py for one under MPI) that ends with
-    # ``set_defaults(run=<function(args, parser) -> exit status>, parser=<its parser>)``;
-    # ``common.add_output_options`` and ``_check_overwrite`` give the common --output/--force.
+    # ``common.finish_benchmark_parser(<its parser>, <function(args, parser) -> exit
+    # status>, ...)``; ``common.add_output_options`` and ``_check_overwrite`` give the
+    # common --output/--force.
 
 
 def _add_cpu_option(parser: argparse.ArgumentParser) -> None:
@@ -83,14 +87,13 @@ def _add_measure_detour(benchmarks) -> None:
                         ".gz), or a .detour directory of chunks")
     det.add_argument("--chunk-seconds", metavar="S", type=float, default=1.0,
                      help="store the events every S seconds (default: 1)")
-    det.add_argument("--keep-chunks", action="store_true",
-                     help="keep FILE.detour/ after writing FILE")
+    add_keep_chunks_option(det, _DETOUR_SUFFIX)
     det.add_argument("--kernel-events", action="store_true",
                      help="also record the kernel events of the CPU (timer interrupt, device "
                      "interrupts, softirqs, context switches, hrtimers) in a private tracefs "
                      "instance, stored in FILE.detour/ beside the detours (kept), and print "
                      "what the detours were; needs root and tracefs (docs/kernel_events.md)")
-    det.set_defaults(run=_measure_detour, parser=det)
+    finish_benchmark_parser(det, _measure_detour)
 
 
 def _add_measure_fwq(benchmarks) -> None:
@@ -107,7 +110,7 @@ def _add_measure_fwq(benchmarks) -> None:
                      help="number of quanta to time")
     _add_cpu_option(fwq)
     add_output_options(fwq, "samples file: .nc (netCDF) or .csv (optionally .csv.gz)")
-    fwq.set_defaults(run=_measure_fwq, parser=fwq)
+    finish_benchmark_parser(fwq, _measure_fwq)
 
 
 def _add_measure_counters(benchmarks) -> None:
@@ -132,7 +135,7 @@ def _add_measure_counters(benchmarks) -> None:
     cnt.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     cnt.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD",
                      help="the command to measure, after --")
-    cnt.set_defaults(run=_measure_counters, parser=cnt)
+    finish_benchmark_parser(cnt, _measure_counters)
 
 
 def _measure_counters(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:

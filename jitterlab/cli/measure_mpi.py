@@ -4,43 +4,23 @@ the summaries of their results (also printed by ``jitterlab info``)."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from . import common
 from .common import (
-    add_output_options,
     command_line,
     configure_logging,
     file_suffix,
     format_seconds,
+    launcher_rank,
     print_error,
 )
 
 __all__ = ["add_measure_pb", "add_measure_latency", "add_measure_bsp", "launcher_rank",
            "print_pb_summary", "print_latency_summary", "print_bsp_summary"]
-
-
-#: environment variables in which MPI launchers give the rank of a process
-_RANK_VARIABLES = ("PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK")
-
-
-def launcher_rank() -> int | None:
-    """The MPI rank the launcher gave this process (before MPI is initialised), or None."""
-    for name in _RANK_VARIABLES:
-        value = os.environ.get(name, "")
-        if value.isdigit():
-            return int(value)
-    return None
-
-
-def _quiet_unless_first_rank(parser: argparse.ArgumentParser) -> None:
-    """Under mpiexec, let only rank 0 print argparse's usage errors (all exit with 2)."""
-    if launcher_rank() not in (None, 0):
-        parser.print_usage = lambda file=None: None
-        parser.exit = lambda status=0, message=None: sys.exit(status)
 
 
 def add_measure_pb(benchmarks) -> None:
@@ -61,7 +41,7 @@ def add_measure_pb(benchmarks) -> None:
                     "(e.g. 300e-6)")
     pb.add_argument("--duration", metavar="S", type=float, required=True,
                     help="measured time in seconds")
-    add_output_options(pb, "result file (.nc, netCDF)")
+    common.add_output_options(pb, "result file (.nc, netCDF)")
     pb.add_argument("--no-random-wait", action="store_true",
                     help="no random busy-wait before the first barrier of an iteration")
     pb.add_argument("--max-wait", metavar="S", type=float, default=None,
@@ -76,10 +56,7 @@ def add_measure_pb(benchmarks) -> None:
     pb.add_argument("--max-samples", metavar="N", type=int, default=None,
                     help="keep at most N raw samples per rank (the histograms count every "
                     "iteration; default: keep all)")
-    pb.add_argument("--keep-chunks", action="store_true",
-                    help="keep FILE.pb/ after writing FILE")
-    _quiet_unless_first_rank(pb)
-    pb.set_defaults(run=_measure_pb, parser=pb)
+    common.finish_benchmark_parser(pb, _measure_pb, ".pb", mpi=True)
 
 
 def add_measure_latency(benchmarks) -> None:
@@ -101,11 +78,8 @@ def add_measure_latency(benchmarks) -> None:
                      help="timed round trips per pair of ranks (default: 1000)")
     lat.add_argument("--barriers", metavar="N", type=int, default=10000,
                      help="timed empty barriers (default: 10000)")
-    add_output_options(lat, "result file (.nc, netCDF)")
-    lat.add_argument("--keep-chunks", action="store_true",
-                     help="keep FILE.latency/ after writing FILE")
-    _quiet_unless_first_rank(lat)
-    lat.set_defaults(run=_measure_latency, parser=lat)
+    common.add_output_options(lat, "result file (.nc, netCDF)")
+    common.finish_benchmark_parser(lat, _measure_latency, ".latency", mpi=True)
 
 
 def add_measure_bsp(benchmarks) -> None:
@@ -148,16 +122,8 @@ def add_measure_bsp(benchmarks) -> None:
                      "whose noise cannot be observed and is recorded as 0")
     bsp.add_argument("--chunk-seconds", metavar="S", type=float, default=1.0,
                      help="gather and store the records about every S seconds (default: 1)")
-    bsp.add_argument("-o", "--output", metavar="FILE", type=Path, required=True,
-                     help="result file (.nc, netCDF)")
-    bsp.add_argument("--force", action="store_true",
-                     help="overwrite FILE (and an earlier run's chunks) if it exists, and "
-                     "run even when the run is planned to take more than an hour")
-    bsp.add_argument("--no-progress", action="store_true", help="no progress bar")
-    bsp.add_argument("--keep-chunks", action="store_true",
-                     help="keep FILE.bsp/ after writing FILE")
-    _quiet_unless_first_rank(bsp)
-    bsp.set_defaults(run=_measure_bsp, parser=bsp)
+    common.add_output_options(bsp, "result file (.nc, netCDF)", short=True)
+    common.finish_benchmark_parser(bsp, _measure_bsp, ".bsp", mpi=True)
 
 
 def _run_under_mpi(args: argparse.Namespace, parser: argparse.ArgumentParser, name: str,
