@@ -9,6 +9,12 @@ epochs closed by all-reduces (:func:`timewarp_predict`), calibrated on a declare
 ROSS runs by :func:`calibrate_timewarp` for a :class:`Workload` (another workload is refused
 with :class:`WorkloadMismatchError`, or warned about with :class:`WorkloadWarning` when
 extrapolating on purpose).
+
+The modules: ``wavefront_workload`` (the workload), ``wavefront_model`` (the pipeline
+model), ``wavefront`` (the simulation; it re-exports the other two) and
+``wavefront_kernels`` (its numba kernels); ``calibrate_runs``, ``calibrate_fit`` and
+``calibrate_upgrade`` (seed 002's calibration on run times and the OS change, gathered in
+``calibrate``); ``timewarp``.
 """
 
 from .timewarp import (
