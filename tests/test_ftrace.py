@@ -273,3 +273,10 @@ def test_columns_equal_the_fields_of_each_line(name):
                 assert value == fields[column], (row, column)
             else:
                 assert pd.isna(value), (row, column)
+
+
+def test_a_trace_without_events_gives_the_columns_and_no_row():
+    events = read_ftrace("# tracer: nop\n#\n")
+    assert len(events) == 0 and events.attrs["tracer"] == "nop"
+    assert list(events.columns) == ["cpu", "timestamp", "ticks", "event", "comm", "pid",
+                                    "tgid", "flags", "body"]

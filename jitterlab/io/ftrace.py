@@ -202,6 +202,8 @@ def _check_available(match: re.Match) -> None:
 def source_lines(source) -> tuple[str, list[str]]:
     """``(name, lines)`` of a path (gzip read transparently) or of text with newlines."""
     if isinstance(source, str) and "\n" in source:
+        if "\r" not in source:
+            return "<text>", source.split("\n")
         return "<text>", [line.removesuffix("\r") for line in source.split("\n")]
     if not isinstance(source, str | Path):
         raise TypeError(f"source must be a path or the trace as text, got "
@@ -335,13 +337,16 @@ def _layout_fields(event: str, k: int, texts: dict[str, tuple], hits: list[int],
 def _field_columns(events: list[str], bodies: list[str], numbers: list[int],
                    failures: _Failures) -> dict:
     """The fields of the known events, one regex per event over all its bodies."""
-    by_event: dict[str, list[int]] = {}
-    for row, event in enumerate(events):
-        by_event.setdefault(event, []).append(row)
+    if not events:
+        return {}
+    codes, names = pd.factorize(np.asarray(events, dtype=object))
+    order = np.argsort(codes, kind="stable")
+    bounds = np.cumsum(np.bincount(codes, minlength=len(names)))[:-1]
     values: dict[str, list] = {}
-    for event, rows in by_event.items():
+    for event, group in zip(names.tolist(), np.split(order, bounds), strict=True):
         if event not in EVENT_FIELDS:
             continue
+        rows = group.tolist()
         regex = _layouts_regex(event)
         texts = _transpose(regex, regex.findall("\n".join(_pick(bodies, rows))), len(rows))
         left = range(len(rows))
