@@ -24,8 +24,11 @@ Prints up to four parts (``--parts``, default the first three):
 3. The overhead of recording kernel events on the loop: interleaved pairs (ABBA order) of
    recordings with and without, the noise fraction of each, the mean paired difference with
    its standard error.
-4. The speed of ``attribute_recording`` on a shipped recording: the time of reading it and
-   of the join, the join now against the join at commit ``BEFORE`` in the same process.
+4. The speed of ``attribute_recording`` on a shipped recording, in the same process against
+   the old code read from git: the ftrace reader now (column by column) against the
+   line-by-line reader at commit ``PARSER_BEFORE`` (``read_kernel_events`` with each), the
+   join now against the join at commit ``BEFORE``, and the whole. ``--busy`` runs the part
+   again beside one busy process (a spinning Python process, not pinned).
 
 With ``--save DIR`` the recording of part 1 is kept there (chunk store: detours and kernel
 events) and the figures are written to ``DIR.json``.
@@ -53,6 +56,9 @@ INJECTIONS = (("1 ms every 10 ms", 1000, 10_000), ("hrtimer-driven 50 us every 5
 #: the commit whose attribute_detours the speed part compares with (before the sweep by
 #: detour: a pandas to_dict row loop and a segment-detour overlap join)
 BEFORE = "0a07a19"
+#: the commit whose read_ftrace (a regex match, a dict and list appends per line) the speed
+#: part compares the column-by-column reader with
+PARSER_BEFORE = "e5420c0"
 #: a detour this long or longer is "large" (the issue's quick check: all of them invisible)
 LARGE = 100e-6
 
@@ -178,12 +184,15 @@ def injection_part(cpu: int, threshold: float, workdir: Path, seconds: float) ->
             spans=(np.asarray(table.attrs["spans"]) - origin) / tsc_hz,
             companion="hrtimer:hrtimer_wakeup")
         lower = result["ratio"] - 2.326 * result["standard_error"]
+        interval = (result["ratio"] - 1.960 * result["standard_error"],
+                    result["ratio"] + 1.960 * result["standard_error"])
         result.update(label=label, busy_us=busy, period_us=period, lower_99=lower,
-                      meets_95=bool(lower >= 0.95),
+                      interval_95=list(interval), meets_95=bool(lower >= 0.95),
                       other_causes=dict(list(result["other_causes"].items())[:5]))
         print(f"   {label}: {result['injections']} spins, {result['injected'] * 1e3:.1f} ms "
               f"injected in the measured time; attributed to thread:dutyhog "
-              f"{result['ratio']:.2%} +- {result['standard_error']:.2%} (one-sided 99 % lower "
+              f"{result['ratio']:.2%} +- {result['standard_error']:.2%} (95 % interval "
+              f"[{interval[0]:.2%}, {interval[1]:.2%}]; one-sided 99 % lower "
               f"bound {lower:.2%}: {'meets' if lower >= 0.95 else 'misses'} >= 95 %); "
               f"hrtimer:hrtimer_wakeup in {result['companion_share']:.1%} of the "
               f"{result['detours']} injected detours; elsewhere "
@@ -225,58 +234,90 @@ def overhead_part(cpu: int, threshold: float, workdir: Path, pairs: int,
     return result
 
 
-def _attribution_at(commit: str):
-    """jitterlab.attribution as it was at ``commit`` (read with git), as a module."""
+def _module_at(commit: str, path: str, package: str):
+    """The module at ``path`` as it was at ``commit`` (read with git), in ``package``."""
     import importlib.util
 
-    source = subprocess.run(["git", "-C", str(REPOSITORY), "show",
-                             f"{commit}:jitterlab/attribution.py"],
+    source = subprocess.run(["git", "-C", str(REPOSITORY), "show", f"{commit}:{path}"],
                             capture_output=True, text=True, check=True).stdout
-    name = f"jitterlab.attribution_at_{commit}"
+    name = f"{package}.{Path(path).stem}_at_{commit}"
     spec = importlib.util.spec_from_loader(name, loader=None)
     module = importlib.util.module_from_spec(spec)
-    module.__package__ = "jitterlab"
+    module.__package__ = package
     sys.modules[name] = module
-    exec(compile(source, f"jitterlab/attribution.py@{commit}", "exec"), module.__dict__)
+    exec(compile(source, f"{path}@{commit}", "exec"), module.__dict__)
     return module
 
 
+def _timed(repeats: int, function):
+    """(result, best wall time of ``repeats`` calls [s])."""
+    times = []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        result = function()
+        times.append(time.perf_counter() - began)
+    return result, min(times)
+
+
 def speed_part(store: Path, repeats: int) -> dict:
-    """Time of attribute_recording's parts on one recording, and of its join now and at
-    BEFORE, in this process (best of ``repeats``, wall clock)."""
-    import jitterlab as jl
-    from jitterlab.attribution import attribute_detours
+    """Time of attribute_recording's parts on one recording, now and with the old reader
+    and join, in this process (best of ``repeats``, wall clock, alternating)."""
+    import pandas as pd
 
-    def best(function):
-        times = []
-        for _ in range(repeats):
-            began = time.perf_counter()
-            result = function()
-            times.append(time.perf_counter() - began)
-        return result, min(times)
+    import jitterlab.io.detour as detour_io
+    from jitterlab.compare.attribution import attribute_detours
 
-    events, read_events = best(lambda: jl.bench.read_kernel_events(store))
-    detours, read_detours = best(lambda: jl.bench.detour_table(store))
+    old_reader = _module_at(PARSER_BEFORE, "jitterlab/io/ftrace.py", "jitterlab.io")
+    new_reader = detour_io.read_ftrace
+    times: dict[str, list[float]] = {"read_old": [], "read_now": []}
+    for _ in range(repeats):  # alternate, so that a change of load hits both
+        detour_io.read_ftrace = old_reader.read_ftrace
+        try:
+            old_events, spent = _timed(1, lambda: detour_io.read_kernel_events(store))
+        finally:
+            detour_io.read_ftrace = new_reader
+        times["read_old"].append(spent)
+        events, spent = _timed(1, lambda: detour_io.read_kernel_events(store))
+        times["read_now"].append(spent)
+    pd.testing.assert_frame_equal(old_events, events)  # same result
+    read_old, read_now = min(times["read_old"]), min(times["read_now"])
+    detours, read_detours = _timed(repeats, lambda: detour_io.detour_table(store))
     events = events[events["cpu"] == detours.attrs["cpu"]].reset_index(drop=True)
     arguments = (detours["tsc_start"].to_numpy(), detours["tsc_length"].to_numpy(), events)
     options = {"tsc_hz": detours.attrs["tsc_hz"], "measured_pid": detours.attrs["measured_tid"],
                "origin": detours.attrs["tsc_origin"], "end": detours.attrs["tsc_end"]}
-    before = _attribution_at(BEFORE)
-    _, join_before = best(lambda: before.attribute_detours(*arguments, **options))
-    _, join_now = best(lambda: attribute_detours(*arguments, **options))
+    before = _module_at(BEFORE, "jitterlab/attribution.py", "jitterlab")
+    _, join_before = _timed(repeats, lambda: before.attribute_detours(*arguments, **options))
+    _, join_now = _timed(repeats, lambda: attribute_detours(*arguments, **options))
     result = {"store": str(store), "detours": len(detours), "events": len(events),
-              "repeats": repeats, "read_kernel_events": read_events,
+              "repeats": repeats, "read_kernel_events_old_reader": read_old,
+              "read_kernel_events": read_now, "read_ratio": read_old / read_now,
               "detour_table": read_detours, "join_before": join_before, "join_now": join_now,
               "join_ratio": join_before / join_now,
-              "total_ratio": ((read_events + read_detours + join_before)
-                              / (read_events + read_detours + join_now))}
+              "total_ratio": ((read_old + read_detours + join_before)
+                              / (read_now + read_detours + join_now)),
+              "load": loadavg()}
     print(f"\n4. Speed of attribute_recording on {store.name} ({len(detours)} detours, "
-          f"{len(events)} events; best of {repeats}, wall clock, this process)")
-    print(f"   read_kernel_events {read_events:.2f} s, detour_table {read_detours:.2f} s")
-    print(f"   join (attribute_detours): at {BEFORE} {join_before:.2f} s, now {join_now:.2f} s:"
-          f" {result['join_ratio']:.1f} times faster; the whole of attribute_recording "
-          f"{result['total_ratio']:.2f} times faster")
+          f"{len(events)} events; best of {repeats}, wall clock, this process; load "
+          f"{result['load']})")
+    print(f"   read_kernel_events: with the reader at {PARSER_BEFORE} {read_old:.3f} s, now "
+          f"{read_now:.3f} s: {result['read_ratio']:.2f} times faster (same frame)")
+    print(f"   detour_table {read_detours:.3f} s")
+    print(f"   join (attribute_detours): at {BEFORE} {join_before:.3f} s, now {join_now:.3f} s:"
+          f" {result['join_ratio']:.2f} times faster")
+    print(f"   the whole of attribute_recording: {result['total_ratio']:.2f} times faster")
     return result
+
+
+def beside_busy(function):
+    """``function()`` while one busy process spins (started before, ended after)."""
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.5)
+        return function()
+    finally:
+        busy.kill()
+        busy.wait()
 
 
 def main(argv=None) -> int:
@@ -296,8 +337,12 @@ def main(argv=None) -> int:
                         default=REPOSITORY / "data" / "kernel_events" / "cpu1_16s.detour",
                         help="the recording the speed part attributes")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--busy", action="store_true",
+                        help="run the speed part a second time beside one busy process")
     parser.add_argument("--save", type=Path, default=None,
                         help="keep the recording of part 1 in this directory, figures in .json")
+    parser.add_argument("--figures", type=Path, default=None,
+                        help="write the printed figures of every part run to this JSON file")
     args = parser.parse_args(argv)
     threshold = args.threshold_ns * 1e-9
     parts = {part.strip() for part in args.parts.split(",") if part.strip()}
@@ -323,12 +368,19 @@ def main(argv=None) -> int:
                                                 args.pair_seconds)
         if "speed" in parts:
             figures["speed"] = speed_part(args.speed_store, args.repeats)
+            if args.busy:
+                print("\n   ... and beside one busy process:")
+                figures["speed_beside_busy"] = beside_busy(
+                    lambda: speed_part(args.speed_store, args.repeats))
     figures["load_after"] = loadavg()
     print(f"\nload average after: {figures['load_after']}")
     if args.save is not None and "machine" in parts:
         path = args.save.with_name(args.save.name + ".json")
         path.write_text(json.dumps(figures, indent=1, default=float) + "\n")
         print(f"recording kept in {args.save}, figures in {path}")
+    if args.figures is not None:
+        args.figures.write_text(json.dumps(figures, indent=1, default=float) + "\n")
+        print(f"figures in {args.figures}")
     return 0
 
 
