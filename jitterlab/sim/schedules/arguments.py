@@ -107,6 +107,8 @@ def successors(n, offsets, targets, placement):
     operation b the operations that wait for it, in increasing *original* index order;
     and each operation's number of waits (both indexed by new index)."""
     counts = np.zeros(n + 1, dtype=np.int64)
+    if targets.size == 0:
+        return counts, np.empty(0, dtype=np.int64)
     for k in range(targets.size):
         counts[placement[targets[k]] + 1] += 1
     for i in range(n):
