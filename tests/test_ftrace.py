@@ -226,11 +226,13 @@ def test_real_trace_pipe_lost_events_are_reported():
 # (/sys/kernel/tracing/events/nmi/nmi_handler/format: "%ps() delta_ns: %lld handled: %d";
 # exceptions/page_fault_user and page_fault_kernel: "address=%ps ip=%ps error_code=0x%lx")
 NMI_AND_FAULTS = """# tracer: nop
-          <idle>-0       [001] d.Z1. 56823611265698: nmi_handler: perf_event_nmi_handler() delta_ns: 4213 handled: 1
-          <idle>-0       [001] d.Z1. 56823611275698: nmi_handler: nmi_cpu_backtrace_handler() delta_ns: 812 handled: 0
-            bash-1977    [001] d.... 56823611285698: page_fault_user: address=0x7f3b1c2d4000 ip=0x7f3b1c0a1234 error_code=0x6
-            bash-1977    [001] d.... 56823611295698: page_fault_kernel: address=0x55d0c0de1000 ip=__clear_user error_code=0x2
-"""
+ <idle>-0 [001] d.Z1. 56823611265: nmi_handler: perf_event_nmi_handler() delta_ns: 4213 handled: 1
+ <idle>-0 [001] d.Z1. 56823611275: nmi_handler: nmi_cpu_backtrace_handler() delta_ns: 812 handled: 0
+ bash-1977 [001] d.... 56823611285: page_fault_user: address=0x7f3b1c2d4000 ip=0x7f3b1c0a1234 \
+error_code=0x6
+ bash-1977 [001] d.... 56823611295: page_fault_kernel: address=0x55d0c0de1000 ip=__clear_user \
+error_code=0x2
+""".replace("\\\n", "")
 
 
 def test_nmi_handler_and_page_faults_read_from_the_kernel_format():
