@@ -72,6 +72,17 @@ def test_round_collectives_in_program_order(n, kind, barrier):
                                atol=2 * TICK)
 
 
+@pytest.mark.parametrize("kind, barrier_class", [("recursive_doubling", jl.RecursiveDoubling),
+                                                 ("dissemination", jl.Dissemination)])
+def test_round_collectives_in_program_order_unequal_costs(kind, barrier_class):
+    """A send and a receive of different CPU cost (one o in LogGOPS cannot say so)."""
+    message = jl.Message(send=1e-6, recv=2.5e-6, latency=4e-6)
+    schedule = programs.round_collective(6, WORK, PHASES, kind=kind, message=message)
+    found = jl.simulate_schedule(schedule, programs.program_order_parameters(message))
+    np.testing.assert_allclose(found["end"].values[0],
+                               kernel_ends(barrier_class(message), 6), rtol=0, atol=2 * TICK)
+
+
 def test_recursive_doubling_by_hand():
     """N = 3, one phase of 100 µs, o = 1 µs, L = 5 µs. Ranks 1 and 2 send at 100-101 µs
     (rank 2 its fold-in, rank 1 its exchange: it sits the fold-in out); both messages
