@@ -238,3 +238,44 @@ def test_noise_law_and_trace_only_lengthen():
     traced = simulate_schedule(schedule, params, noise=trace, runs=100, rng=1)
     assert np.all(traced["makespan"].values >= quiet)
     assert traced["makespan"].values.max() > quiet
+
+
+STEP_MAJOR_CASES = ["allreduce_recdoub_compute_64_8b", "alltoall_linear_compute_16_32768b",
+                    "bcast_binomialtree_1024_4096b", "allreduce_ring_16_32768b"]
+
+
+@pytest.mark.parametrize("name", STEP_MAJOR_CASES + ["wildcards"])
+def test_step_major_numbering_changes_no_time(tmp_path, name):
+    """The kernel's step-major renumbering (used from STEP_MAJOR_FROM_RANKS ranks on)
+    gives every operation's times and every rank's end exactly as the schedule's own
+    numbering, without noise, with δ noise (indexed like the schedule) and with a noise
+    trace; eager and rendezvous messages, wildcards, several CPUs and NICs."""
+    from pathlib import Path
+
+    from jitterlab.sim.schedules import kernel
+    if name == "wildcards":
+        schedule = jl.read_goal(write(tmp_path, WILDCARDS))
+    else:
+        schedule = jl.read_goal(Path(__file__).parent / "data" / "goal" / f"{name}.goal.gz")
+    params = LogGOPS.from_loggopsim(S=256, O=1)
+    n, p = schedule.n_operations, schedule.num_ranks
+    rng = np.random.default_rng(7)
+    trace_start = np.cumsum(rng.integers(50_000, 150_000, 400) * 1000).astype(np.int64)
+    trace_duration = rng.integers(1_000, 20_000, 400).astype(np.int64) * 1000
+    rank_time = rng.integers(0, int(trace_start[-1]), p).astype(np.int64)
+    delta = rng.integers(0, 3_000_000, 2 * n).astype(np.int64)
+    none = np.zeros(2, dtype=np.int64)
+    for mode, trace, offsets, draws in (
+            (kernel.NO_NOISE, (none, none), np.zeros(p, np.int64), delta[:0]),
+            (kernel.DELTA, (none, none), np.zeros(p, np.int64), delta),
+            (kernel.TRACE, (trace_start, trace_duration), rank_time, delta[:0])):
+        found = []
+        for step_major in (True, False):
+            args = kernel.schedule_arguments(schedule, params, step_major=step_major)
+            times, end = kernel.new_operation_times(n), np.zeros(p, dtype=np.int64)
+            done, _, left = kernel.simulate_with_times(*args, mode, *trace, offsets, draws,
+                                                       times, end)
+            assert done == n and left == 0
+            found.append((times, end))
+        np.testing.assert_array_equal(found[0][0], found[1][0])
+        np.testing.assert_array_equal(found[0][1], found[1][1])

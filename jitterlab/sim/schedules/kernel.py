@@ -198,7 +198,6 @@ def simulate_with_times(kind, rank, peer, size, tag, calc, cpu, nic, rank_offset
     uq_head = np.full(n_channels, -1, dtype=np.int64)
     uq_tail = np.full(n_channels, -1, dtype=np.int64)
     q_next = np.empty(n, dtype=np.int64)
-    q_prev = np.empty(n, dtype=np.int64)
     # The event queue, in (time, stamp) order. Times handed out are monotone except
     # rarely (a CPU of a host other than the one just handled, a 0-byte message with
     # O > o): those "past" events go to a binary heap (ht, hs, hc; size_q) that is
@@ -398,21 +397,21 @@ def simulate_with_times(kind, rank, peer, size, tag, calc, cpu, nic, rank_offset
                     record[START, i] = t
                 ch = channel[i]
                 m = uq_head[ch]
+                before = -1
                 if not exact:
                     while m >= 0:
                         if (peer[i] == -1 or peer[i] == rank[m]) and (
                                 tag[i] == -1 or tag[m] == -1 or tag[i] == tag[m]):
                             break
+                        before = m
                         m = q_next[m]
                 if m >= 0:  # found: unlink the message
-                    before, after = q_prev[m], q_next[m]
+                    after = q_next[m]
                     if before >= 0:
                         q_next[before] = after
                     else:
                         uq_head[ch] = after
-                    if after >= 0:
-                        q_prev[after] = before
-                    else:
+                    if after < 0:
                         uq_tail[ch] = before
                     if size[i] > eager_limit:  # rendezvous: the sender is done now
                         src = rank[m]
@@ -436,7 +435,6 @@ def simulate_with_times(kind, rank, peer, size, tag, calc, cpu, nic, rank_offset
                     done += 1
                 else:  # post it
                     q_next[i] = -1
-                    q_prev[i] = rq_tail[ch]
                     if rq_tail[ch] >= 0:
                         q_next[rq_tail[ch]] = i
                     else:
@@ -458,21 +456,21 @@ def simulate_with_times(kind, rank, peer, size, tag, calc, cpu, nic, rank_offset
                 nextgr[nc] = t + gap + per_byte(size[s], gap_per_byte)
                 ch = channel[s]
                 m = rq_head[ch]
+                before = -1
                 if not exact:
                     while m >= 0:
                         if (peer[m] == -1 or peer[m] == rank[s]) and (
                                 tag[m] == -1 or tag[s] == -1 or tag[m] == tag[s]):
                             break
+                        before = m
                         m = q_next[m]
                 if m >= 0:  # a posted receive matches: unlink it
-                    before, after = q_prev[m], q_next[m]
+                    after = q_next[m]
                     if before >= 0:
                         q_next[before] = after
                     else:
                         rq_head[ch] = after
-                    if after >= 0:
-                        q_prev[after] = before
-                    else:
+                    if after < 0:
                         rq_tail[ch] = before
                     if size[s] > eager_limit:  # rendezvous: the sender is done now
                         src = rank[s]
@@ -499,7 +497,6 @@ def simulate_with_times(kind, rank, peer, size, tag, calc, cpu, nic, rank_offset
                     if keep:
                         m_cpu_start[s], m_cpu_end[s], m_noise[s] = t, nexto[c], noise
                     q_next[s] = -1
-                    q_prev[s] = uq_tail[ch]
                     if uq_tail[ch] >= 0:
                         q_next[uq_tail[ch]] = s
                     else:

@@ -2,8 +2,10 @@
 
 :func:`simulate_schedule` is LogGOPSim's discrete-event simulation (Hoefler, Schneider
 & Lumsdaine, HPDC 2010) on a columnar :class:`Schedule`, in a serial numba kernel with
-an event heap (:mod:`jitterlab.sim.schedules.kernel`). Without noise, makespan and every
-rank's end equal LogGOPSim's to the nanosecond (tests/test_schedules.py).
+a radix event queue (:mod:`jitterlab.sim.schedules.kernel`), its inputs prepared once
+per call, whatever the number of runs (:mod:`jitterlab.sim.schedules.arguments`).
+Without noise, makespan and every rank's end equal LogGOPSim's to the nanosecond
+(tests/test_schedules.py).
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ class DeadlockError(RuntimeError):
 
 
 class _Prepared:
-    """The schedule's arrays as the kernel takes them (computed once per call)."""
+    """The schedule's arrays as the kernel takes them (computed once per call, shared by
+    its runs and its noiseless run)."""
 
     def __init__(self, schedule: Schedule, params: LogGOPS, resolution: float):
         self.schedule = schedule
