@@ -39,8 +39,8 @@ class _Prepared:
         self.schedule = schedule
         self.resolution = resolution
         self.n = schedule.n_operations
-        self.rank_offsets = schedule.rank_offsets
         self.args = kernel.schedule_arguments(schedule, params, resolution)
+        self.rank_offsets = self.args.rank_offsets
         self.exact = self.args.exact
         self.overhead = self.args.overhead
         self.latency = self.args.latency
