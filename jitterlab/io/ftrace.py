@@ -232,11 +232,9 @@ _ANY_LINE = re.compile(
     r"(?P<body>.*)|(?P<other>.*))$", re.MULTILINE)
 
 
-def _transpose(regex: re.Pattern, matches: list[tuple], size: int) -> dict[str, tuple]:
-    """The groups of ``findall``'s tuples as columns, by group name."""
+def _transpose(regex: re.Pattern, matches: list[tuple]) -> dict[str, tuple]:
+    """The groups of ``findall``'s tuples (a regex of several groups) as columns, by name."""
     columns = list(zip(*matches, strict=True)) if matches else [()] * regex.groups
-    if len(columns) != regex.groups:  # one group: findall gives strings, not tuples
-        columns = [tuple(matches)]
     return {name: columns[number - 1] for name, number in regex.groupindex.items()}
 
 
@@ -348,7 +346,7 @@ def _field_columns(events: list[str], bodies: list[str], numbers: list[int],
             continue
         rows = group.tolist()
         regex = _layouts_regex(event)
-        texts = _transpose(regex, regex.findall("\n".join(_pick(bodies, rows))), len(rows))
+        texts = _transpose(regex, regex.findall("\n".join(_pick(bodies, rows))))
         left = range(len(rows))
         for k in range(len(EVENT_FIELDS[event])):
             layout = texts[f"layout_{k}"]
@@ -397,7 +395,7 @@ def _read_lines(name: str, lines: list[str]):
     matches = _ANY_LINE.findall("\n".join(lines))
     if len(matches) != len(lines):
         raise RuntimeError(f"{name}: {len(matches)} matches for {len(lines)} lines")
-    texts = _transpose(_ANY_LINE, matches, len(lines))
+    texts = _transpose(_ANY_LINE, matches)
     header = _Header(name)
     failures = _Failures(name, lines)
     for index, stamp in enumerate(texts["timestamp"]):
