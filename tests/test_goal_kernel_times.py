@@ -83,3 +83,24 @@ def test_times_are_consistent_under_noise():
         order = np.argsort(times[kernel.CPU_START, mine], kind="stable")
         begin, finish = times[kernel.CPU_START, mine][order], cpu_end[mine][order]
         assert np.all(begin[1:] >= finish[:-1]), f"rank {r}: CPU intervals overlap"
+
+
+def test_matched_send_of_each_receive():
+    """Two wildcard receives on rank 0: the first takes rank 1's message (sent at 0),
+    the second rank 2's (sent after a 10 µs calc); the kernel names the matched send of
+    each receive in the schedule's numbering (also when renumbered step-major)."""
+    from jitterlab.sim.schedules import ANY_SOURCE, ANY_TAG
+    s = jl.Schedule(3, kind=[RECV, RECV, SEND, CALC, SEND], rank=[0, 0, 1, 2, 2],
+                    peer=[ANY_SOURCE, ANY_SOURCE, 0, -1, 0], size=[8, 8, 8, 0, 8],
+                    tag=[ANY_TAG, ANY_TAG, 0, 0, 0], duration=[0, 0, 0, 10e-6, 0],
+                    requires=jl.schedules.dependencies_from_pairs(5, [4], [3]))
+    for step_major in (False, True):
+        args = kernel.schedule_arguments(s, jl.LogGOPS.from_loggopsim(),
+                                         step_major=step_major)
+        matched = np.zeros(5, dtype=np.int64)
+        zeros = np.zeros(3, dtype=np.int64)
+        done, _, left = kernel.simulate_with_matches(
+            *args, kernel.NO_NOISE, zeros[:2], zeros[:2], zeros, zeros[:0],
+            kernel.new_operation_times(0), matched, zeros.copy())
+        assert done == 5 and left == 0
+        assert matched.tolist() == [2, 4, -1, -1, -1]

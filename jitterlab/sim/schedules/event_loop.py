@@ -1,0 +1,530 @@
+"""The schedule kernel's event loop: LogGOPSim's, in numba, on columnar arrays.
+
+Arrays in, arrays out; times are integers in ticks (1 tick = ``resolution`` seconds,
+chosen by the caller), so that simultaneous events are exactly simultaneous, as in
+LogGOPSim's integer nanoseconds. The loop follows LogGOPSim (Hoefler, Schneider &
+Lumsdaine, HPDC 2010; its ``LogGOPSim.cpp`` built with ``STRICT_ORDER`` and
+``LIST_MATCH``) step by step:
+
+* one event queue ordered by (time, creation stamp); a retried event keeps its stamp
+  (here a radix queue on the integer times with a stamp-sorted list per time, O(1)
+  amortized per event, and a binary heap for the rare event dated before the latest
+  one; any exact priority queue gives the same order, as the stamps are unique);
+* an operation becomes ready when its requires (finished) and irequires (started)
+  are met; the ready operations of one host, gathered while one event is handled,
+  are ordered by kind (send, recv, calc) with the same unstable sort as libstdc++'s
+  ``std::sort``, so equal kinds keep LogGOPSim's order;
+* per host: a next-free time of each CPU (o, O, calc) and, per NIC, of sending and of
+  receiving (g, G); a send needs its CPU and NIC free, costs o + (s−1)·O of CPU and
+  g + (s−1)·G of NIC, and puts a message on the wire that arrives o + L after the send
+  began; the receiver takes the message when its CPU and NIC are free, for
+  o + max((s−1)·O, (s−1)·G) of CPU and g + (s−1)·G of NIC (progress on arrival);
+* matching by source and tag in posting order (unexpected and posted queues); a send
+  of s <= S bytes is done once sent (eager), a larger one when matched (rendezvous);
+* noise: mode 1 LogGOPSim's ``--noise-trace`` rule (``Noise::get_noise``: the rest of
+  a detour under way at the start of the CPU time, plus every detour that begins
+  inside it, with no detour counted within a detour), mode 2 one δ per CPU use.
+
+Its reference implementation is LogGOPSim itself: tests/test_goal_exactness.py and
+tests/test_schedules.py compare every rank's end with LogGOPSim's printed times.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from .costs import NO_NOISE, operation_noise, per_byte, receive_bytes
+from .sorting import std_sort
+
+__all__ = ["simulate_with_matches", "release", "TIME_FIELDS", "START", "CPU_START",
+           "CPU_END", "NOISE", "COMPLETE"]
+
+_SEND, _RECV, _CALC = 1, 2, 3
+
+#: rows of the per-operation times of :func:`simulate_with_matches`
+TIME_FIELDS = ("start", "cpu_start", "cpu_end", "noise", "complete")
+START, CPU_START, CPU_END, NOISE, COMPLETE = range(len(TIME_FIELDS))
+
+
+# --------------------------------------------------------------------------------------
+# the event queue (written out in simulate_with_matches): a radix queue, and a binary heap
+# for past events
+
+@numba.njit(cache=True, inline="always")
+def _bit_length(x):
+    """Number of bits of x > 0 (the radix queue's bucket of a time x = t ^ last)."""
+    b = 1
+    shift = 32
+    while shift > 0:  # binary search of the highest bit
+        if x >> shift:
+            x >>= shift
+            b += shift
+        shift >>= 1
+    return b
+
+
+@numba.njit(cache=True)
+def _resized(array, capacity):
+    bigger = np.empty(capacity, dtype=array.dtype)
+    bigger[:array.size] = array
+    return bigger
+
+
+@numba.njit(cache=True, inline="always")
+def release(offsets, targets, x, remaining, ready, n_ready):
+    """Count down the waits of the operations that wait for x (CSR ``offsets``,
+    ``targets``); those with none left join ``ready``. Returns the new ``n_ready``.
+    Inlined in numba's IR, so a call costs nothing per event."""
+    for j in range(offsets[x], offsets[x + 1]):
+        b = targets[j]
+        remaining[b] -= 1
+        if remaining[b] == 0:
+            ready[n_ready] = b
+            n_ready += 1
+    return n_ready
+
+
+# --------------------------------------------------------------------------------------
+# the event loop
+
+@numba.njit(cache=True)
+def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
+                          placement, origin, succ_offsets, succ, isucc_offsets, isucc, waits,
+                          channel, n_channels, exact, n_cpus, n_nics, latency, overhead, gap,
+                          gap_per_byte, overhead_per_byte, eager_limit, mode, trc_start,
+                          trc_dur, rank_time, delta, times, matched, end_out):
+    """:func:`jitterlab.sim.schedules.kernel.simulate_with_times`, which see, and also,
+    when ``matched`` has one entry per operation (else size 0), the send each receive
+    matched: ``matched[r] = s`` (schedule indices; −1 where no message was taken).
+
+    :func:`release` is inlined in numba's IR (``inline="always"``; no slower than the
+    loops written out). The queue unlinking and the rendezvous completion stay written
+    out twice: as inlined helpers they made the loop 14-26 % slower (quiet.sh, same
+    process). The event queue's operations are written out where they are used: a
+    numba call that passes arrays pays reference counting on every event (3x slower for
+    a heap in a micro-benchmark).
+    """
+    n = kind.size
+    p = rank_offsets.size - 1
+    keep = times.shape[1] == n and n > 0
+    keep_match = matched.size == n and n > 0
+    if keep_match:
+        matched[:] = -1
+    # the times by new index (``placement``), copied to ``times`` at the end
+    record = np.full((len(TIME_FIELDS), n if keep else 0), -1, dtype=np.int64)
+    # the receive CPU time of a message that waits unexpected, for its recv [ticks]
+    m_cpu_start = np.empty(n if keep else 0, dtype=np.int64)
+    m_cpu_end = np.empty(n if keep else 0, dtype=np.int64)
+    m_noise = np.empty(n if keep else 0, dtype=np.int64)
+    remaining = waits.copy()
+    nexto = np.zeros(p * n_cpus, dtype=np.int64)
+    nextgr = np.zeros(p * n_nics, dtype=np.int64)
+    nextgs = np.zeros(p * n_nics, dtype=np.int64)
+    rq_head = np.full(n_channels, -1, dtype=np.int64)
+    rq_tail = np.full(n_channels, -1, dtype=np.int64)
+    uq_head = np.full(n_channels, -1, dtype=np.int64)
+    uq_tail = np.full(n_channels, -1, dtype=np.int64)
+    q_next = np.empty(n, dtype=np.int64)
+    # The event queue, in (time, stamp) order. Times handed out are monotone except
+    # rarely (a CPU of a host other than the one just handled, a 0-byte message with
+    # O > o): those "past" events go to a binary heap (ht, hs, hc; size_q) that is
+    # served first. All other events are in a radix queue keyed by time: ``last`` is
+    # the time of the latest event taken from it; events at ``last`` wait in ``fifo``
+    # (key = stamp << code_bits | code, kept sorted, so in stamp order), an event at
+    # a later time in bucket b = bit length of (time ^ last), a linked list through
+    # the node pool (pool_t, pool_k, pool_next). When the fifo is empty, the lowest
+    # non-empty bucket is spread: its least time becomes ``last``, its events at that
+    # time fill the fifo (sorted) and the others move to lower buckets. Each event is
+    # handled in O(1) amortized, and the order is exactly the heap's.
+    capacity = 64
+    ht = np.empty(capacity, dtype=np.int64)
+    hs = np.empty(capacity, dtype=np.int64)
+    hc = np.empty(capacity, dtype=np.int64)
+    size_q = 0
+    code_bits = 1
+    while (1 << code_bits) < 2 * n + 2:
+        code_bits += 1
+    if 2 * code_bits > 62:
+        raise ValueError("the schedule has too many operations for the event queue")
+    code_mask = (1 << code_bits) - 1
+    last = 0
+    fifo = np.empty(1024, dtype=np.int64)
+    f_head = 0
+    f_tail = 0
+    bucket_head = np.full(65, -1, dtype=np.int64)
+    bucket_min = np.full(65, np.iinfo(np.int64).max, dtype=np.int64)
+    pool_t = np.empty(1024, dtype=np.int64)
+    pool_k = np.empty(1024, dtype=np.int64)
+    pool_next = np.empty(1024, dtype=np.int64)
+    for q in range(pool_next.size - 1):
+        pool_next[q] = q + 1
+    pool_next[pool_next.size - 1] = -1
+    free_node = 0
+    widest = 1
+    for r in range(p):
+        widest = max(widest, rank_offsets[r + 1] - rank_offsets[r])
+    most = 0
+    for i in range(n):
+        most = max(most, succ_offsets[i + 1] - succ_offsets[i]
+                   + isucc_offsets[i + 1] - isucc_offsets[i])
+    ready = np.empty(max(widest, 3 * most + 1), dtype=np.int64)
+    order = np.empty(ready.size, dtype=np.int64)
+    pend_t = np.empty(ready.size + 1, dtype=np.int64)  # pushes of one event
+    pend_s = np.empty(ready.size + 1, dtype=np.int64)
+    pend_c = np.empty(ready.size + 1, dtype=np.int64)
+    stamp = 0
+    done = 0
+    events = 0
+
+    # the ready operations of every host at time 0, host by host, sorted by kind
+    for r in range(p):
+        count = 0
+        for i in range(rank_offsets[r], rank_offsets[r + 1]):
+            j = placement[i]  # the rank's operations in their original order
+            if remaining[j] == 0:
+                order[count] = j
+                count += 1
+        std_sort(order, 0, count, kind)
+        for k in range(count):  # all at time 0 = last, in stamp order
+            if f_tail == fifo.size:
+                fifo = _resized(fifo, 2 * fifo.size)
+            fifo[f_tail] = (stamp << code_bits) | order[k]
+            f_tail += 1
+            stamp += 1
+
+    while True:
+        if size_q == 0:  # the radix queue
+            if f_head == f_tail:  # spread the lowest non-empty bucket
+                b = 1
+                while b < 65 and bucket_head[b] < 0:
+                    b += 1
+                if b == 65:
+                    break
+                least = bucket_min[b]
+                node = bucket_head[b]
+                bucket_head[b] = -1
+                bucket_min[b] = np.iinfo(np.int64).max
+                f_head = 0
+                f_tail = 0
+                while node >= 0:
+                    following = pool_next[node]
+                    when = pool_t[node]
+                    if when == least:
+                        if f_tail == fifo.size:
+                            fifo = _resized(fifo, 2 * fifo.size)
+                        fifo[f_tail] = pool_k[node]
+                        f_tail += 1
+                        pool_next[node] = free_node
+                        free_node = node
+                    else:
+                        nb = _bit_length(when ^ least)
+                        pool_next[node] = bucket_head[nb]
+                        bucket_head[nb] = node
+                        if when < bucket_min[nb]:
+                            bucket_min[nb] = when
+                    node = following
+                last = least
+                if f_tail > 1:  # in stamp order; a bucket's list is mostly its pushes
+                    rising = 0  # reversed, so test for that before sorting
+                    for q in range(1, f_tail):
+                        if fifo[q] > fifo[q - 1]:
+                            rising += 1
+                    if rising == 0:
+                        fifo[:f_tail] = fifo[:f_tail][::-1].copy()
+                    elif rising < f_tail - 1:
+                        fifo[:f_tail].sort()
+            t = last
+            key = fifo[f_head]
+            f_head += 1
+            st = key >> code_bits
+            code = key & code_mask
+            events += 1
+        else:  # a past event: the binary heap
+            t, st, code = ht[0], hs[0], hc[0]
+            size_q -= 1
+            events += 1
+        if size_q > 0:  # the heap's last entry sifts down from the top (inlined: a call
+            lt, ls, lc = ht[size_q], hs[size_q], hc[size_q]  # per event costs 3x)
+            parent = 0
+            while True:
+                child = 2 * parent + 1
+                if child >= size_q:
+                    break
+                if child + 1 < size_q and (ht[child + 1] < ht[child] or (
+                        ht[child + 1] == ht[child] and hs[child + 1] < hs[child])):
+                    child += 1
+                ct = ht[child]
+                if ct < lt or (ct == lt and hs[child] < ls):
+                    ht[parent], hs[parent], hc[parent] = ct, hs[child], hc[child]
+                    parent = child
+                else:
+                    break
+            ht[parent], hs[parent], hc[parent] = lt, ls, lc
+        n_push = 0
+        n_ready = 0
+        host_a = -1  # the (at most two) hosts that completed something
+        host_b = -1
+        retry = -1
+        if code < n:
+            i = code
+            host = rank[i]
+            k = kind[i]
+            c = host * n_cpus + cpu[i]
+            if k == _CALC:
+                if nexto[c] <= t:
+                    noise = 0
+                    if mode != NO_NOISE:
+                        noise = operation_noise(mode, origin[i], host, t, calc[i],
+                                                trc_start, trc_dur, rank_time, delta)
+                    nexto[c] = t + calc[i] + noise
+                    if keep:
+                        record[START, i] = t
+                        record[CPU_START, i] = t
+                        record[CPU_END, i] = nexto[c]
+                        record[NOISE, i] = noise
+                        record[COMPLETE, i] = nexto[c]
+                    n_ready = release(isucc_offsets, isucc, i, remaining, ready, n_ready)
+                    n_ready = release(succ_offsets, succ, i, remaining, ready, n_ready)
+                    done += 1
+                    host_a = host
+                else:
+                    retry = nexto[c]
+            elif k == _SEND:
+                nc = host * n_nics + nic[i]
+                free = max(nexto[c], nextgs[nc])
+                if free <= t:
+                    n_ready = release(isucc_offsets, isucc, i, remaining, ready, n_ready)
+                    host_a = host
+                    noise = 0
+                    if mode != NO_NOISE:
+                        noise = operation_noise(mode, origin[i], host, t, overhead,
+                                                trc_start, trc_dur, rank_time, delta)
+                    nexto[c] = t + overhead + per_byte(size[i], overhead_per_byte) + noise
+                    nextgs[nc] = t + gap + per_byte(size[i], gap_per_byte)
+                    if keep:
+                        record[START, i] = t
+                        record[CPU_START, i] = t
+                        record[CPU_END, i] = nexto[c]
+                        record[NOISE, i] = noise
+                    pend_t[n_push], pend_s[n_push], pend_c[n_push] = (
+                        t + overhead + latency, stamp, n + i)
+                    n_push += 1
+                    stamp += 1
+                    if size[i] <= eager_limit:
+                        if keep:
+                            record[COMPLETE, i] = nexto[c]
+                        n_ready = release(succ_offsets, succ, i, remaining, ready, n_ready)
+                        done += 1
+                else:
+                    retry = free
+            else:  # a receive is posted: irequires met, then the unexpected queue
+                n_ready = release(isucc_offsets, isucc, i, remaining, ready, n_ready)
+                host_a = host
+                if keep:
+                    record[START, i] = t
+                ch = channel[i]
+                m = uq_head[ch]
+                before = -1
+                if not exact:
+                    while m >= 0:
+                        if (peer[i] == -1 or peer[i] == rank[m]) and (
+                                tag[i] == -1 or tag[m] == -1 or tag[i] == tag[m]):
+                            break
+                        before = m
+                        m = q_next[m]
+                if m >= 0:  # found: unlink the message
+                    if keep_match:
+                        matched[origin[i]] = origin[m]
+                    after = q_next[m]
+                    if before >= 0:
+                        q_next[before] = after
+                    else:
+                        uq_head[ch] = after
+                    if after < 0:
+                        uq_tail[ch] = before
+                    if size[i] > eager_limit:  # rendezvous: the sender is done now
+                        src = rank[m]
+                        sc = src * n_cpus + cpu[i]
+                        sn = src * n_nics + nic[i]
+                        if nexto[sc] < t:
+                            nexto[sc] = t
+                        if nextgs[sn] < t:
+                            nextgs[sn] = t
+                        if keep:
+                            record[COMPLETE, m] = t
+                        n_ready = release(succ_offsets, succ, m, remaining, ready, n_ready)
+                        done += 1
+                        host_b = src
+                    if keep:
+                        record[CPU_START, i] = m_cpu_start[m]
+                        record[CPU_END, i] = m_cpu_end[m]
+                        record[NOISE, i] = m_noise[m]
+                        record[COMPLETE, i] = t
+                    n_ready = release(succ_offsets, succ, i, remaining, ready, n_ready)
+                    done += 1
+                else:  # post it
+                    q_next[i] = -1
+                    if rq_tail[ch] >= 0:
+                        q_next[rq_tail[ch]] = i
+                    else:
+                        rq_head[ch] = i
+                    rq_tail[ch] = i
+        else:  # a message (of send code − n) reaches its receiver
+            s = code - n
+            host = peer[s]
+            c = host * n_cpus + cpu[s]
+            nc = host * n_nics + nic[s]
+            free = max(nexto[c], nextgr[nc])
+            if free <= t:
+                noise = 0
+                if mode != NO_NOISE:
+                    noise = operation_noise(mode, n + origin[s], host, t, overhead,
+                                            trc_start, trc_dur, rank_time, delta)
+                nexto[c] = t + overhead + noise + receive_bytes(size[s], overhead_per_byte,
+                                                                 gap_per_byte)
+                nextgr[nc] = t + gap + per_byte(size[s], gap_per_byte)
+                ch = channel[s]
+                m = rq_head[ch]
+                before = -1
+                if not exact:
+                    while m >= 0:
+                        if (peer[m] == -1 or peer[m] == rank[s]) and (
+                                tag[m] == -1 or tag[s] == -1 or tag[m] == tag[s]):
+                            break
+                        before = m
+                        m = q_next[m]
+                if m >= 0:  # a posted receive matches: unlink it
+                    if keep_match:
+                        matched[origin[m]] = origin[s]
+                    after = q_next[m]
+                    if before >= 0:
+                        q_next[before] = after
+                    else:
+                        rq_head[ch] = after
+                    if after < 0:
+                        rq_tail[ch] = before
+                    if size[s] > eager_limit:  # rendezvous: the sender is done now
+                        src = rank[s]
+                        sc = src * n_cpus + cpu[s]
+                        sn = src * n_nics + nic[s]
+                        if nexto[sc] < t:
+                            nexto[sc] = t
+                        if nextgs[sn] < t:
+                            nextgs[sn] = t
+                        if keep:
+                            record[COMPLETE, s] = t
+                        n_ready = release(succ_offsets, succ, s, remaining, ready, n_ready)
+                        done += 1
+                        host_b = src
+                    if keep:
+                        record[CPU_START, m] = t
+                        record[CPU_END, m] = nexto[c]
+                        record[NOISE, m] = noise
+                        record[COMPLETE, m] = nexto[c]
+                    n_ready = release(succ_offsets, succ, m, remaining, ready, n_ready)
+                    done += 1
+                    host_a = host
+                else:  # unexpected
+                    if keep:
+                        m_cpu_start[s], m_cpu_end[s], m_noise[s] = t, nexto[c], noise
+                    q_next[s] = -1
+                    if uq_tail[ch] >= 0:
+                        q_next[uq_tail[ch]] = s
+                    else:
+                        uq_head[ch] = s
+                    uq_tail[ch] = s
+            else:
+                retry = free
+        if retry >= 0:  # same stamp: the event keeps its place among equal times
+            pend_t[0], pend_s[0], pend_c[0] = retry, st, code
+            n_push = 1
+        elif n_ready > 0:
+            # the hosts in increasing order, each with its ready operations sorted by kind
+            if host_b >= 0 and host_b < host_a:
+                host_a, host_b = host_b, host_a
+            for pass_ in range(2):
+                h = host_a if pass_ == 0 else host_b
+                if h < 0 or (pass_ == 1 and h == host_a):
+                    continue
+                count = 0
+                for k in range(n_ready):
+                    if rank[ready[k]] == h:
+                        order[count] = ready[k]
+                        count += 1
+                if count > 1:
+                    std_sort(order, 0, count, kind)
+                for k in range(count):
+                    b = order[k]
+                    when = nexto[h * n_cpus + cpu[b]]
+                    if kind[b] == _SEND:
+                        when = max(when, nextgs[h * n_nics + nic[b]])
+                    pend_t[n_push], pend_s[n_push], pend_c[n_push] = when, stamp, b
+                    n_push += 1
+                    stamp += 1
+        for q in range(n_push):
+            time_, stamp_, code_ = pend_t[q], pend_s[q], pend_c[q]
+            if time_ == last:  # into the fifo, at its place by stamp (a retry's is old)
+                if f_tail == fifo.size:
+                    if f_head > 0:
+                        fifo[:f_tail - f_head] = fifo[f_head:f_tail].copy()
+                        f_tail -= f_head
+                        f_head = 0
+                    else:
+                        fifo = _resized(fifo, 2 * fifo.size)
+                key = (stamp_ << code_bits) | code_
+                place = f_tail
+                while place > f_head and fifo[place - 1] > key:
+                    fifo[place] = fifo[place - 1]
+                    place -= 1
+                fifo[place] = key
+                f_tail += 1
+                continue
+            if time_ > last:  # into bucket bit_length(time ^ last)
+                if free_node < 0:
+                    old = pool_t.size
+                    pool_t = _resized(pool_t, 2 * old)
+                    pool_k = _resized(pool_k, 2 * old)
+                    pool_next = _resized(pool_next, 2 * old)
+                    for node in range(old, 2 * old - 1):
+                        pool_next[node] = node + 1
+                    pool_next[2 * old - 1] = -1
+                    free_node = old
+                node = free_node
+                free_node = pool_next[node]
+                nb = _bit_length(time_ ^ last)
+                pool_t[node] = time_
+                pool_k[node] = (stamp_ << code_bits) | code_
+                pool_next[node] = bucket_head[nb]
+                bucket_head[nb] = node
+                if time_ < bucket_min[nb]:
+                    bucket_min[nb] = time_
+                continue
+            if size_q == capacity:  # a past event: sift up in the binary heap (inlined)
+                capacity *= 2
+                ht, hs = _resized(ht, capacity), _resized(hs, capacity)
+                hc = _resized(hc, capacity)
+            child = size_q
+            while child > 0:
+                parent = (child - 1) >> 1
+                pt = ht[parent]
+                if time_ < pt or (time_ == pt and stamp_ < hs[parent]):
+                    ht[child], hs[child], hc[child] = pt, hs[parent], hc[parent]
+                    child = parent
+                else:
+                    break
+            ht[child], hs[child], hc[child] = time_, stamp_, code_
+            size_q += 1
+    left = 0
+    for ch in range(n_channels):
+        if rq_head[ch] >= 0 or uq_head[ch] >= 0:
+            left += 1
+    for r in range(p):
+        latest = nexto[r * n_cpus]
+        for c in range(1, n_cpus):
+            latest = max(latest, nexto[r * n_cpus + c])
+        end_out[r] = latest
+    if keep:
+        for j in range(n):
+            times[:, origin[j]] = record[:, j]
+    return done, events, left
