@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .base.checks import check_positive
+from .base.checks import check_document, check_positive
 
 __all__ = ["DATA_DIR", "PAPER_VALUE_COLUMNS", "MEASUREMENT_COLUMNS", "RECORD_COMMAND",
            "RECORD_COMMANDS",
@@ -205,12 +205,8 @@ def _read_manifest() -> dict:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as err:
         raise ValueError(f"{path}: not valid JSON ({err}); {_how_to_record()}") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
-        raise ValueError(f"{path} is not a jitterlab measurements manifest")
-    if manifest.get("version") != MANIFEST_VERSION:
-        raise ValueError(f"{path}: manifest version {manifest.get('version')!r}; this "
-                         f"jitterlab reads version {MANIFEST_VERSION}")
-    return manifest
+    return check_document(manifest, format=MANIFEST_FORMAT, version=MANIFEST_VERSION,
+                          what="measurements manifest", where=str(path))
 
 
 def list_measurements() -> pd.DataFrame:

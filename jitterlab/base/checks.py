@@ -118,6 +118,33 @@ def check_confidence(confidence) -> float:
     return confidence
 
 
+def check_document(document, *, format: str, version, what: str, where: str) -> dict:
+    """A parsed JSON document of jitterlab's ``format`` at ``version``, checked.
+
+    Parameters
+    ----------
+    document
+        What ``json.loads`` gave.
+    format, version
+        The values its ``"format"`` and ``"version"`` keys must hold.
+    what
+        What the document is, for the messages ("chunk store", "measurements manifest").
+    where
+        The file or folder it came from, as the messages name it.
+
+    Raises
+    ------
+    ValueError
+        Naming ``where``, if the document is not a mapping of this format, or of another version.
+    """
+    if not isinstance(document, dict) or document.get("format") != format:
+        raise ValueError(f"{where} is not a jitterlab {what}")
+    if document.get("version") != version:
+        raise ValueError(f"{where}: {what} version {document.get('version')!r}; this "
+                         f"jitterlab reads version {version}")
+    return document
+
+
 def plain_scalar(value):
     """A numpy scalar as the Python number it holds (for messages); other values as given."""
     return value.item() if isinstance(value, np.generic) else value

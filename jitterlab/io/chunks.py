@@ -41,6 +41,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..base.checks import check_document
+
 __all__ = ["ChunkWriter", "append_csv_row", "read_store", "is_store", "store_kind", "remove_store",
            "output_problem", "DamagedStoreWarning", "FORMAT", "VERSION"]
 
@@ -293,11 +295,8 @@ def read_store(path, kind: str | None = None) -> tuple[dict, list[dict]]:
         raise ValueError(f"{name}: not a jitterlab chunk store (no {METADATA})") from None
     except (OSError, ValueError) as err:
         raise ValueError(f"{name}/{METADATA}: cannot be read ({err})") from None
-    if not isinstance(metadata, dict) or metadata.get("format") != FORMAT:
-        raise ValueError(f"{name}/{METADATA}: not a jitterlab chunk store")
-    if metadata.get("version") != VERSION:
-        raise ValueError(f"{name}: chunk store version {metadata.get('version')!r}; this "
-                         f"jitterlab reads version {VERSION}")
+    check_document(metadata, format=FORMAT, version=VERSION, what="chunk store",
+                   where=f"{name}/{METADATA}")
     if kind is not None and metadata.get("kind") != kind:
         raise ValueError(f"{name}: a chunk store of {metadata.get('kind')!r}, not {kind!r}")
     numbered = sorted((int(match.group(1)), item) for item in path.iterdir()
