@@ -287,6 +287,11 @@ def test_real_detour_records_kernel_events_beside_the_detours(tmp_path):
     attrs = trace.attrs
     assert attrs["trace_clock"] == "x86-tsc" and attrs["kernel_events_lost"] == {
         "overrun": 0, "commit overrun": 0, "dropped events": 0}
+    # every default event is recorded; each optional one either recorded or listed as not
+    recorded, missing = attrs["kernel_events"], attrs["kernel_events_not_recorded"]
+    assert set(tracefs.NOISE_EVENTS) <= set(recorded)
+    assert set(recorded) | set(missing) == set(tracefs.NOISE_EVENTS + tracefs.OPTIONAL_EVENTS)
+    assert not set(recorded) & set(missing)
     events = jl.bench.read_kernel_events(store)
     assert events.attrs["clock_mapping"].startswith("identity")
     assert events.attrs["sync_marks"] == attrs["chunks"] >= 1  # one mark per chunk

@@ -286,7 +286,9 @@ def detour(duration: float, cpu: int | None = None, threshold: float | None = No
             # drained after every chunk: the buffer holds ten chunks' worth of events
             buffered = min(duration, _BUFFERED_CHUNKS * chunk_seconds)
             instance = stack.enter_context(trace_instance(events, cpu=cpu, duration=buffered))
-            metadata.update(kernel_events=list(events), kernel_events_encoding="zlib",
+            metadata.update(kernel_events=list(instance.events),
+                            kernel_events_not_recorded=list(instance.not_recorded),
+                            kernel_events_encoding="zlib",
                             trace_clock=instance.clock,
                             trace_buffer_kb=instance.buffer_size_kb,
                             measured_tid=threading.get_native_id(),
