@@ -1,5 +1,5 @@
 /* dutyhog: injected CPU noise of known size (issues #12 and #22).
- * Built with gcc -O2 by data/run_ross_phold.py (ROSS PHOLD runs, see data/measured/PROVENANCE.md)
+ * Built with gcc -O2 by python -m jitterlab.recipes.run_ross_phold (ROSS PHOLD runs, see data/measured/PROVENANCE.md)
  * and by the kernel-event validation (tests/test_attribution.py,
  * benchmarks/bench_attribution.py).
  * Usage: dutyhog BUSY_US PERIOD_US SECONDS [LOGFILE] -- spins for BUSY_US microseconds out of
