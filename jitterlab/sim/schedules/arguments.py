@@ -43,8 +43,9 @@ STEP_MAJOR_FROM_RANKS = 8192
 class KernelArguments(NamedTuple):
     """The arguments of :func:`kernel.simulate_with_times` from ``kind`` to
     ``eager_limit`` (pass them with ``*``); arrays by step-major index, times in ticks;
-    ``placement`` and ``origin`` int32; ``tag`` empty when ``exact`` (the channels
-    replace it)."""
+    ``placement``, ``origin``, ``succ``, ``isucc``, ``waits`` and ``channel`` int32
+    (fewer than 2**31 operations); ``tag`` empty when ``exact`` (the channels replace
+    it)."""
 
     kind: np.ndarray
     rank: np.ndarray
@@ -116,12 +117,12 @@ def successors(n, offsets, targets, placement):
     and each operation's number of waits (both indexed by new index)."""
     counts = np.zeros(n + 1, dtype=np.int64)
     if targets.size == 0:
-        return counts, np.empty(0, dtype=np.int64)
+        return counts, np.empty(0, dtype=np.int32)
     for k in range(targets.size):
         counts[placement[targets[k]] + 1] += 1
     for i in range(n):
         counts[i + 1] += counts[i]
-    out = np.empty(targets.size, dtype=np.int64)
+    out = np.empty(targets.size, dtype=np.int32)
     fill = counts[:n].copy()
     for i in range(n):
         for k in range(offsets[i], offsets[i + 1]):
@@ -169,7 +170,7 @@ def channels(kind, rank, peer, tag):
     slot_tag = np.empty(capacity, dtype=np.int64)
     slot_id = np.full(capacity, -1, dtype=np.int64)
     used = np.empty(capacity, dtype=np.int64)
-    out = np.full(n, -1, dtype=np.int64)
+    out = np.full(n, -1, dtype=np.int32)
     count = 0
     for r in range(p):
         lo, hi = first[r], first[r + 1]
@@ -211,7 +212,7 @@ def _laid_out(rank_offsets, placement, requires_offsets, irequires_offsets, kind
     size_, tag_ = np.empty_like(size), np.empty_like(tag)
     cpu_, nic_ = np.empty_like(cpu), np.empty_like(nic)
     calc = np.empty(n, dtype=np.int64)
-    waits = np.empty(n, dtype=np.int64)
+    waits = np.empty(n, dtype=np.int32)
     block = 32
     for r0 in range(0, p, block):
         r1 = min(p, r0 + block)
@@ -281,7 +282,7 @@ def schedule_arguments(schedule, params, resolution: float = 1e-12,
         kind, rank, peer, size, tag, cpu, nic = (s.kind, s.rank, s.peer, s.size, s.tag,
                                                  s.cpu, s.nic)
         calc = np.rint(s.duration / resolution).astype(np.int64)
-        waits = np.diff(s.requires_offsets) + np.diff(s.irequires_offsets)
+        waits = (np.diff(s.requires_offsets) + np.diff(s.irequires_offsets)).astype(np.int32)
     succ_offsets, succ = successors(n, s.requires_offsets, s.requires, placement)
     isucc_offsets, isucc = successors(n, s.irequires_offsets, s.irequires, placement)
     comm = s.kind != CALC
@@ -291,7 +292,7 @@ def schedule_arguments(schedule, params, resolution: float = 1e-12,
         channel, n_channels = channels(kind, rank, peer, tag)
         tag = np.zeros(0, dtype=np.int64)
     else:  # one queue per receiving host, searched in posting order
-        channel = np.where(kind == SEND, peer, rank).astype(np.int64)
+        channel = np.where(kind == SEND, peer, rank).astype(np.int32)
         n_channels = s.num_ranks
     n_cpus = int(s.cpu.max()) + 1 if n else 1
     n_nics = int(s.nic.max()) + 1 if n else 1

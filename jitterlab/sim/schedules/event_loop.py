@@ -121,11 +121,11 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
     nexto = np.zeros(p * n_cpus, dtype=np.int64)
     nextgr = np.zeros(p * n_nics, dtype=np.int64)
     nextgs = np.zeros(p * n_nics, dtype=np.int64)
-    rq_head = np.full(n_channels, -1, dtype=np.int64)
-    rq_tail = np.full(n_channels, -1, dtype=np.int64)
-    uq_head = np.full(n_channels, -1, dtype=np.int64)
-    uq_tail = np.full(n_channels, -1, dtype=np.int64)
-    q_next = np.empty(n, dtype=np.int64)
+    rq_head = np.full(n_channels, -1, dtype=np.int32)
+    rq_tail = np.full(n_channels, -1, dtype=np.int32)
+    uq_head = np.full(n_channels, -1, dtype=np.int32)
+    uq_tail = np.full(n_channels, -1, dtype=np.int32)
+    q_next = np.empty(n, dtype=np.int32)  # queue links (n < 2**31)
     # The event queue, in (time, stamp) order. Times handed out are monotone except
     # rarely (a CPU of a host other than the one just handled, a 0-byte message with
     # O > o): those "past" events go to a binary heap (ht, hs, hc; size_q) that is
