@@ -12,6 +12,7 @@ barrier, the collectives, the wavefront and Time Warp's GVT all use this module.
 from __future__ import annotations
 
 import math
+import weakref
 
 import numba
 import numpy as np
@@ -23,12 +24,26 @@ from . import replay_kernels
 __all__ = ["trace_table", "draw_offsets", "start_offsets", "task_counts", "one_thread_or"]
 
 
+#: the packed tables of the traces in use: a trace never changes, and runs over seeds or N
+#: (a sweep, the explorer's eight runs) replay the same one; kept while the trace lives
+_TABLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def trace_table(trace):
-    """A trace's packed table (:func:`jitterlab.sim.replay_kernels.trace_table`) [s]."""
+    """A trace's packed table (:func:`jitterlab.sim.replay_kernels.trace_table`) [s]; the
+    kernels only read it (one table per trace object, computed at its first use)."""
+    try:
+        return _TABLES[trace]
+    except (KeyError, TypeError):  # not seen yet, or an object that takes no weak reference
+        pass
     table = replay_kernels.trace_table(np.ascontiguousarray(trace.jitter_seconds, dtype=float),
                                     np.ascontiguousarray(trace.gap_seconds, dtype=float))
     if not table[-1, replay_kernels.COMPUTED] > 0:
         raise ValueError("the trace has no gap time: no compute can ever finish")
+    try:
+        _TABLES[trace] = table
+    except TypeError:
+        pass
     return table
 
 

@@ -213,6 +213,68 @@ def _advance_at(address, n_rows, x, cpu, hint, finish_hint):
 
 
 @numba.njit(cache=True)
+def tie_bound(cpu, period):
+    """The largest rounding allowance ("tie") of :func:`_advance_at` for ``cpu`` of work
+    started in the first two cycles of a trace of ``period``, for :func:`_advance_in_gap`;
+    infinite when ``cpu`` is not positive (that path then never applies) [trace unit]."""
+    if not cpu > 0.0:
+        return np.inf
+    return _TIE * (2.0 * period + cpu + period)
+
+
+@numba.njit(cache=True, inline="always")
+def _advance_in_gap(address, x, cpu, row, period, tie_max):
+    """:func:`_advance_at` when x and the finish both lie in row ``row`` (its jitter or the
+    gap after it) and x in the first two cycles: the same arithmetic, bit for bit, without
+    the searches and without branches. Returns (finish, whether that case holds); when it
+    does not, the finish is meaningless and the caller takes :func:`_advance_at`.
+
+    ``tie_max`` is :func:`tie_bound` of ``cpu``. The four comparisons imply those of
+    :func:`_advance_at` because rounding is monotone and the table's columns never
+    decrease: an offset before the next row's start puts x in the first two cycles and at
+    or after the row's start makes x non-negative; work that ends beyond this row's
+    compute coordinate by more than the largest tie, and not beyond the next row's, needs
+    no tie correction and ends in this row. Operations of a few microseconds meet a jitter
+    rarely (the gaps last milliseconds): most of the tree kernel's operations end here.
+    """
+    second = x >= period
+    offset = x - period if second else x
+    start = _at(address, row, START)
+    jitter = _at(address, row, JITTER)
+    computed = _at(address, row, COMPUTED)
+    done_here = offset - start - jitter
+    target = computed + (done_here if done_here > 0.0 else 0.0) + cpu
+    ok = ((start <= offset) & (offset < _at(address, row + 1, START))
+          & (computed < target - tie_max) & (target <= _at(address, row + 1, COMPUTED)))
+    finish = (period if second else 0.0) + start + jitter + (target - computed)
+    return finish, ok
+
+
+@numba.njit(cache=True, inline="always")
+def _advance_across_gaps(address, n_rows, x, cpu, row, period, tie_max):
+    """:func:`_advance_in_gap` for work that may end some rows after x's row ``row``: the
+    finish row is found by a walk forward (a compute of a millisecond crosses a jitter
+    or two). Returns (finish, finish row, whether the case holds).
+    """
+    second = x >= period
+    offset = x - period if second else x
+    start = _at(address, row, START)
+    jitter = _at(address, row, JITTER)
+    computed = _at(address, row, COMPUTED)
+    done_here = offset - start - jitter
+    target = computed + (done_here if done_here > 0.0 else 0.0) + cpu
+    low = target - tie_max
+    ok = (start <= offset) & (offset < _at(address, row + 1, START)) & (computed < low)
+    end = row
+    while end + 1 < n_rows and _at(address, end + 1, COMPUTED) < low:
+        end += 1
+    ok = ok & (target <= _at(address, end + 1, COMPUTED))
+    finish = ((period if second else 0.0) + _at(address, end, START) + _at(address, end, JITTER)
+              + (target - _at(address, end, COMPUTED)))
+    return finish, end, ok
+
+
+@numba.njit(cache=True)
 def advance(table, x, cpu, hint, finish_hint):
     """Consume ``cpu`` of compute from trace time x; jitter met on the way adds its length.
 
@@ -330,6 +392,14 @@ def _start_rows(address, n_rows, origin, hint):
     trace order away, cost more than the rest of the setup; issue #20).
     """
     period = _at(address, n_rows, START)
+    n_chunks = (origin.size + _CHUNK - 1) // _CHUNK
+    if origin.size * math.log2(n_rows + 1) < n_rows:  # few tasks on a long trace: the walk
+        for c in numba.prange(n_chunks):              # would cost more than a search each
+            for slot in range(c * _CHUNK, min(origin.size, (c + 1) * _CHUNK)):
+                x = origin[slot]
+                x -= math.floor(x / period) * period
+                hint[slot] = _search(address, START, x, 0, n_rows - 1, False)
+        return
     per_time = n_rows / period  # spans per unit of trace time
     length = period / n_rows  # of a span
     first_row = np.empty(n_rows, dtype=np.int32)  # the row at the start of each span
@@ -339,7 +409,6 @@ def _start_rows(address, n_rows, origin, hint):
         while row + 1 < n_rows and _at(address, row + 1, START) <= begin:
             row += 1
         first_row[span] = row
-    n_chunks = (origin.size + _CHUNK - 1) // _CHUNK
     for c in numba.prange(n_chunks):
         for slot in range(c * _CHUNK, min(origin.size, (c + 1) * _CHUNK)):
             x = origin[slot]
@@ -394,12 +463,14 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
     n_parent_slots = level_bounds[n_levels - 1] if n_levels > 1 else 0
     child_slot = np.empty(n_parent_slots * fanout, dtype=np.int32)
     inbox = np.empty(n_tasks, dtype=np.int32)  # a child's place in its parent's arrivals
+    children = np.zeros(n_tasks, dtype=np.int8)  # per slot, how many children it has
     for parent in numba.prange(n_parent_slots):  # (no integer division per task)
         for q in range(min(fanout, max(n_tasks - fanout * parent - 1, 0))):
             task = fanout * parent + 1 + q
             place = slot_of[parent] * fanout + q
             child_slot[place] = slot_of[task]
             inbox[slot_of[task]] = place
+            children[slot_of[parent]] = q + 1
     arrivals = np.empty(n_parent_slots * fanout)
     # per slot: when it ends the phase (the broadcast reuses it for the time its
     # parent's message was sent), the trace row it is at, how many rows its last
@@ -413,6 +484,9 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
     keep = compute_out.shape[0] > 0
     keep_ops = ops_out.shape[0] > 0
     far = table.nbytes > _CACHED_TABLE  # prefetch only what the caches do not hold
+    period = _at(address, n_rows, START)
+    work_tie, send_tie, recv_tie = (tie_bound(work, period), tie_bound(send, period),
+                                    tie_bound(recv, period))
     for phase in range(phases):
         for level in range(n_levels - 1, -1, -1):
             lo, hi = level_bounds[level], level_bounds[level + 1]
@@ -420,7 +494,8 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
             for block in numba.prange((hi - lo + _BLOCK - 1) // _BLOCK):
                 first = lo + block * _BLOCK
                 last = min(hi, first + _BLOCK)
-                taken = np.zeros(_BLOCK, dtype=np.int64)  # children received, per slot
+                arrived = np.empty(_BLOCK * fanout)  # the children's messages, sorted ...
+                sender = np.empty(_BLOCK * fanout, dtype=np.int8)  # ... and who sent them
                 # one operation of every task of the block per loop, so that the CPU
                 # overlaps the tasks' chains of dependent arithmetic: compute, ...
                 for slot in range(first, last):
@@ -429,42 +504,61 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
                         _prefetch_row(table, hint[ahead])
                         _prefetch_row(table, min(hint[ahead] + span[ahead], n_rows))
                     start = origin[slot]
-                    finish, row, h = _advance_at(address, n_rows, start + end[slot], work,
-                                                 hint[slot], hint[slot] + span[slot])
-                    span[slot] = max(h - row, 0)
+                    finish, h, ok = _advance_across_gaps(address, n_rows, start + end[slot],
+                                                         work, hint[slot], period, work_tie)
+                    if ok:
+                        span[slot] = h - hint[slot]
+                        hint[slot] = h
+                    else:
+                        finish, row, h = _advance_at(address, n_rows, start + end[slot], work,
+                                                     hint[slot], hint[slot] + span[slot])
+                        span[slot] = max(h - row, 0)
+                        hint[slot] = h
                     now[slot] = finish - start
-                    hint[slot] = h
                     if keep:
                         compute_out[phase, task_of[slot]] = now[slot] - end[slot]
                     if keep_ops:
                         ops_out[phase, task_of[slot], 0] = now[slot]
+                if most_children > 0:  # ... the children's messages in order of arrival
+                    # (ties: the lower index first), without branches: a message's place is
+                    # the number of messages that come before it ...
+                    for slot in range(first, last):
+                        base, own = slot * fanout, (slot - first) * fanout
+                        for q in range(children[slot]):
+                            message = arrivals[base + q]
+                            place = 0
+                            for p in range(children[slot]):
+                                other = arrivals[base + p]
+                                place += (other < message) | ((other == message) & (p < q))
+                            arrived[own + place] = message
+                            sender[own + place] = q
                 for k in range(most_children):  # ... each receive, in order of arrival ...
                     for slot in range(first, last):
-                        n_children = min(fanout, max(n_tasks - fanout * task_of[slot] - 1, 0))
-                        if k < n_children:
-                            base = slot * fanout
-                            mask = taken[slot - first]
-                            best, pick = np.inf, 0
-                            for q in range(n_children):
-                                if not (mask >> q) & 1 and arrivals[base + q] < best:
-                                    best, pick = arrivals[base + q], q
-                            taken[slot - first] = mask | (1 << pick)
+                        if k < children[slot]:
+                            best = arrived[(slot - first) * fanout + k]
+                            pick = sender[(slot - first) * fanout + k]
                             start = origin[slot]
                             begin = now[slot] if now[slot] > best else best
-                            finish, _, h = _advance_at(address, n_rows, start + begin, recv,
-                                                       hint[slot], hint[slot])
+                            finish, ok = _advance_in_gap(address, start + begin, recv,
+                                                         hint[slot], period, recv_tie)
+                            if not ok:
+                                finish, _, h = _advance_at(address, n_rows, start + begin,
+                                                           recv, hint[slot], hint[slot])
+                                hint[slot] = h
                             now[slot] = finish - start
-                            hint[slot] = h
                             if keep_ops:
                                 ops_out[phase, task_of[slot], 1 + pick] = now[slot]
                 for slot in range(first, last):  # ... and the send to the parent
                     task = task_of[slot]
                     if task > 0:
                         start = origin[slot]
-                        finish, _, h = _advance_at(address, n_rows, start + now[slot], send,
-                                                   hint[slot], hint[slot])
+                        finish, ok = _advance_in_gap(address, start + now[slot], send,
+                                                     hint[slot], period, send_tie)
+                        if not ok:
+                            finish, _, h = _advance_at(address, n_rows, start + now[slot],
+                                                       send, hint[slot], hint[slot])
+                            hint[slot] = h
                         now[slot] = finish - start
-                        hint[slot] = h
                         hop = latency  # one wire latency unless the nodes count
                         if node_size > 0:
                             hop = _hop_latency(task, (task - 1) // fanout, latency,
@@ -491,21 +585,26 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
                                                intra_latency, node_size)
                         arrival = end[slot] + hop
                         begin = now[slot] if now[slot] > arrival else arrival
-                        finish, _, h = _advance_at(address, n_rows, start + begin, recv,
-                                                   hint[slot], hint[slot])
+                        finish, ok = _advance_in_gap(address, start + begin, recv,
+                                                     hint[slot], period, recv_tie)
+                        if not ok:
+                            finish, _, h = _advance_at(address, n_rows, start + begin, recv,
+                                                       hint[slot], hint[slot])
+                            hint[slot] = h
                         now[slot] = finish - start
-                        hint[slot] = h
                         if keep_ops:
                             ops_out[phase, task, 2 + fanout] = now[slot]
                 for q in range(most_children):  # ... each send to a child, in index order
                     for slot in range(first, last):
-                        n_children = min(fanout, max(n_tasks - fanout * task_of[slot] - 1, 0))
-                        if q < n_children:
+                        if q < children[slot]:
                             start = origin[slot]
-                            finish, _, h = _advance_at(address, n_rows, start + now[slot],
-                                                       send, hint[slot], hint[slot])
+                            finish, ok = _advance_in_gap(address, start + now[slot],
+                                                         send, hint[slot], period, send_tie)
+                            if not ok:
+                                finish, _, h = _advance_at(address, n_rows, start + now[slot],
+                                                           send, hint[slot], hint[slot])
+                                hint[slot] = h
                             now[slot] = finish - start
-                            hint[slot] = h
                             end[child_slot[slot * fanout + q]] = now[slot]  # parent's send
                             if keep_ops:
                                 ops_out[phase, task_of[slot], 3 + fanout + q] = now[slot]
