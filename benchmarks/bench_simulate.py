@@ -41,8 +41,8 @@ import numpy as np
 
 import jitterlab as jl
 from jitterlab.sim import replay_kernels as _simkernels
-from jitterlab.sim.replay_kernels import _TIE, COMPUTED, JITTER, START, _prefetch_row
 from jitterlab.sim.simulate import PARALLEL_MIN_TASKS, _noiseless_phase_mean
+from jitterlab.sim.trace_walk import COMPUTED, JITTER, START, TIE, prefetch_row
 from jitterlab.testing import simulate_reference, walk_from_row
 from jitterlab.threads import free_cpus
 
@@ -142,7 +142,7 @@ def _old_advance(table, x, cpu, hint, finish_hint):
     # a finish within rounding of a gap's end counts as at its end (the jitter that
     # follows is not met), whatever the unit the trace was converted from; the rounding
     # is that of the wall time x (and of the work), not of the remainder in the cycle
-    tie = _TIE * (abs(x) + cpu + period)
+    tie = TIE * (abs(x) + cpu + period)
     extra = math.ceil(target / total_gap) - 1.0
     rest = target - extra * total_gap
     if rest <= tie:
@@ -196,8 +196,8 @@ def _old_run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
             for task in numba.prange(level_bounds[level], level_bounds[level + 1]):
                 ahead = task + _PREFETCH_AHEAD
                 if ahead < level_bounds[level + 1]:
-                    _prefetch_row(table, hint[ahead])
-                    _prefetch_row(table, min(hint[ahead] + span[ahead], table.shape[0] - 1))
+                    prefetch_row(table, hint[ahead])
+                    prefetch_row(table, min(hint[ahead] + span[ahead], table.shape[0] - 1))
                 origin = offsets[task]
                 finish, row, h = _old_advance(table, origin + end[task], work, hint[task],
                                          hint[task] + span[task])
@@ -230,7 +230,7 @@ def _old_run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
             for task in numba.prange(level_bounds[level], level_bounds[level + 1]):
                 ahead = task + _PREFETCH_AHEAD
                 if ahead < level_bounds[level + 1]:
-                    _prefetch_row(table, hint[ahead])
+                    prefetch_row(table, hint[ahead])
                 origin = offsets[task]
                 h = hint[task]
                 now = up[task]

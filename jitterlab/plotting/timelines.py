@@ -137,6 +137,18 @@ def _replay_tree(jitter, gap, offsets, work, phases, barrier):
         return _simkernels.advance(table, offsets[task] + t, cpu, 0, 0)[0] - offsets[task]
 
     ops, compute, ends = [], np.zeros((phases, n)), np.zeros((phases, n))
+
+    def receive(task, phase, now, sender, sent, arrival):
+        """The message from ``sender`` (sent at ``sent``, arriving at ``arrival``), the
+        wait for it and its receive by ``task``, free from ``now``; returns the end."""
+        ops.append((sender, phase, "message", sent, arrival, task))
+        start = max(now, arrival)
+        if start > now:
+            ops.append((task, phase, "wait", now, start, sender))
+        end = run(task, start, barrier.recv)
+        ops.append((task, phase, "recv", start, end, sender))
+        return end
+
     begin = np.zeros(n)
     for phase in range(phases):
         ready, sent_up, sent_down = np.zeros(n), np.zeros(n), np.zeros(n)
@@ -147,12 +159,7 @@ def _replay_tree(jitter, gap, offsets, work, phases, barrier):
             children = [c for c in range(k * task + 1, k * task + k + 1) if c < n]
             for arrival, child in sorted((sent_up[c] + _hop(barrier, c, task), c)
                                          for c in children):
-                ops.append((child, phase, "message", sent_up[child], arrival, task))
-                start = max(now, arrival)
-                if start > now:
-                    ops.append((task, phase, "wait", now, start, child))
-                now = run(task, start, barrier.recv)
-                ops.append((task, phase, "recv", start, now, child))
+                now = receive(task, phase, now, child, sent_up[child], arrival)
             if task > 0:
                 start = now
                 now = run(task, start, barrier.send)
@@ -163,13 +170,8 @@ def _replay_tree(jitter, gap, offsets, work, phases, barrier):
             now = ready[task]
             if task > 0:
                 parent = (task - 1) // k
-                arrival = sent_down[task] + _hop(barrier, task, parent)
-                ops.append((parent, phase, "message", sent_down[task], arrival, task))
-                start = max(now, arrival)
-                if start > now:
-                    ops.append((task, phase, "wait", now, start, parent))
-                now = run(task, start, barrier.recv)
-                ops.append((task, phase, "recv", start, now, parent))
+                now = receive(task, phase, now, parent, sent_down[task],
+                              sent_down[task] + _hop(barrier, task, parent))
             for child in range(k * task + 1, min(k * task + k + 1, n)):
                 start = now
                 now = run(task, start, barrier.send)
