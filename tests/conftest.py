@@ -45,10 +45,45 @@ settings.register_profile("ci", parent=settings.get_profile("shared-machine"),
 settings.load_profile("ci" if os.environ.get("CI") else "shared-machine")
 
 
+# the tests of tests/test_browser.py that read the notebooks' JupyterLab run, and their group
+# under pytest-xdist
+NOTEBOOK_TESTS = ("test_notebook_runs_in_jupyterlab",
+                  "test_checked_outputs_match_the_committed_ones")
+NOTEBOOK_GROUP = "notebooks"
+
+
 def _needs_notebook_runs(item) -> bool:
     """True for a test of tests/test_browser.py that reads the notebooks' JupyterLab runs."""
-    module = getattr(item, "module", None)
-    return getattr(item, "originalname", "") in getattr(module, "NOTEBOOK_TESTS", ())
+    return (item.nodeid.split("::")[0].endswith("test_browser.py")
+            and getattr(item, "originalname", "") in NOTEBOOK_TESTS)
+
+
+def notebook_group_scope(nodeid: str) -> str:
+    """The unit of work of a test under ``--dist loadgroup``: ``NOTEBOOK_GROUP`` for the
+    notebook tests, else the test alone."""
+    path, _, rest = nodeid.partition("::")
+    if path.endswith("test_browser.py") and rest.split("[")[0] in NOTEBOOK_TESTS:
+        return NOTEBOOK_GROUP
+    return nodeid
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup`` by ``notebook_group_scope``: the notebook tests are one unit, the
+    largest, which xdist hands out first, so one worker starts the notebooks while the other
+    takes the other tests. (xdist 3.8's own loadgroup renames the tests ``NAME@group``, which
+    pytest 9.2 no longer reads back: the group fell apart, and each worker ran every notebook.)
+    """
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class NotebooksAsOneGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return notebook_group_scope(nodeid.rsplit("@", 1)[0] if "@" in nodeid.rsplit(
+                "]", 1)[-1] else nodeid)
+
+    return NotebooksAsOneGroup(config, log)
 
 
 def pytest_collection_modifyitems(session, config, items):

@@ -80,12 +80,10 @@ SCREENSHOT_MAX_HEIGHT = 16_000  # [px]
 # that fresh clone the notebooks' kernels, started at once, compiled numba's kernels beside
 # the tests that compiled them too: the background run now warms the cache first, unmeasured)
 BACKGROUND = os.environ.get("JITTERLAB_BROWSER_BACKGROUND", "0") == "1"
-# the tests that need the notebooks' runs (moved to the end of the session by conftest.py)
-NOTEBOOK_TESTS = ("test_notebook_runs_in_jupyterlab",
-                  "test_checked_outputs_match_the_committed_ones")
-# under pytest-xdist (``-n 2 --dist loadgroup``, as CI runs) these tests are one unit of work:
-# the largest, so one worker starts them first, while the other takes the rest of the tests
-NOTEBOOK_GROUP = "notebooks"
+# the tests that need the notebooks' runs (NOTEBOOK_TESTS: moved to the end of a session in
+# one process; under pytest-xdist, as CI runs, one unit of work, NOTEBOOK_GROUP, the largest,
+# so one worker starts them first while the other takes the rest of the tests)
+from conftest import NOTEBOOK_GROUP, NOTEBOOK_TESTS  # noqa: E402
 
 # JupyterLab settings for the run: every cell attached to the page (so that the checks see
 # them all), the notebook's kernel started without asking, no autosave, no news or update
@@ -819,3 +817,17 @@ def main(argv) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
+
+def test_the_notebook_tests_are_one_xdist_group():
+    """Under ``--dist loadgroup`` (CI's ``-n 2``) every notebook test is in one unit of work,
+    and every other test is a unit of its own."""
+    from conftest import notebook_group_scope
+
+    for name in NOTEBOOK_TESTS:
+        for path in NOTEBOOKS[:2]:
+            nodeid = f"tests/test_browser.py::{name}[{path.name}]"
+            assert notebook_group_scope(nodeid) == NOTEBOOK_GROUP
+    for nodeid in ("tests/test_browser.py::test_the_checks_catch_what_they_look_for",
+                   "tests/test_kernels.py::test_notebook_runs_in_jupyterlab[x]"):
+        assert notebook_group_scope(nodeid) == nodeid
