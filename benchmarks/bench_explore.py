@@ -37,7 +37,8 @@ _LAWS: dict = {}  # one law object per mean, as the widget keeps its law while u
 def redraw(arguments: dict) -> tuple[float, float]:
     """Seconds spent computing and drawing one redraw with these explorer settings."""
     import jitterlab as jl
-    from jitterlab.explore import _png, explore_values
+    from jitterlab.explore import explore_values
+    from jitterlab.plotting.explorer import explorer_png
 
     start = time.perf_counter()
     if _LAWS.get("mean") != arguments["mean"]:
@@ -48,7 +49,7 @@ def redraw(arguments: dict) -> tuple[float, float]:
                         barrier=arguments["barrier"], latency=arguments["latency"] * 1e-6,
                         overhead=arguments["overhead"] * 1e-6)
     computed = time.perf_counter()
-    _png(ds)
+    explorer_png(ds)
     return computed - start, time.perf_counter() - computed
 
 

@@ -39,7 +39,8 @@ from .sim.message import Message
 from .sim.simulate import simulate
 from .traces.trace import Trace
 
-__all__ = ["explore", "explore_values", "law_trace", "make_barrier", "plot_explore",
+# plot_explore is served by __getattr__ below, from jitterlab.plotting.explorer
+__all__ = ["explore", "explore_values", "law_trace", "make_barrier", "plot_explore",  # noqa: F822
            "BARRIERS", "SIMULATED_N_MAX", "RUNS", "PHASES", "TRACE_EVENTS"]
 
 #: barrier names accepted by :func:`make_barrier` and :func:`explore_values`
@@ -54,6 +55,16 @@ PHASES = 16
 TRACE_EVENTS = 2**18
 
 _US = 1e6  # seconds to microseconds
+
+
+def __getattr__(name: str):
+    """:func:`plot_explore` lives in :mod:`jitterlab.plotting.explorer`; it is imported from
+    here on first use, so that the numbers of :func:`explore_values` need no matplotlib."""
+    if name == "plot_explore":
+        from .plotting.explorer import plot_explore
+
+        return plot_explore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --------------------------------------------------------------------------------------
@@ -336,112 +347,6 @@ def explore_values(noise, n_max: int = 2**16, work: float = 1e-3, barrier: str =
 
 
 # --------------------------------------------------------------------------------------
-# the figure
-# --------------------------------------------------------------------------------------
-def plot_explore(ds: xr.Dataset, ax=None):
-    """Draw :func:`explore_values`'s result: E[θ] − w against N, three methods. [µs]
-
-    Parameters
-    ----------
-    ds : xarray.Dataset
-        Output of :func:`explore_values`.
-    ax : matplotlib.axes.Axes, optional
-        Axes to draw on; a new figure (not registered with pyplot) when omitted.
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-    """
-    from matplotlib.ticker import FuncFormatter, NullLocator
-
-    from .plotting import log2_task_axis
-
-    if ax is None:
-        ax = _new_axes()
-    n = ds["n"].values
-    work = float(ds.attrs["work"])
-
-    def above(values):
-        """Microseconds above the work; 0 (no noise met) is left off the log axis."""
-        out = (np.asarray(values, dtype=float) - work) * _US
-        return np.where(out > 0, out, np.nan)
-
-    barrier = ds.attrs["barrier"]
-    has_barrier = barrier != "wait for the slowest"
-    if has_barrier:
-        ax.fill_between(n, above(ds["lower"]), above(ds["upper"]), color="C0", alpha=0.15,
-                        linewidth=0, label="Theorem 1 band for E[θ]")
-        ax.plot(n, above(ds["upper"]), color="C0", linestyle="--",
-                label="Theorem 1 upper bound: max-of-N + critical path")
-    ax.plot(n, above(ds["max_of_n"]), color="C0", linewidth=2,
-            label="max-of-N (exact)" + (" = Theorem 1 lower bound" if has_barrier else ""))
-    simulated = ds["simulated"].values
-    ax.errorbar(n[simulated], above(ds["simulation"].values[simulated]),
-                yerr=2 * ds["simulation_se"].values[simulated] * _US, fmt="o", color="C3",
-                markersize=5, capsize=3,
-                label=(f"simulation, {ds.attrs['runs']} runs × {ds.attrs['phases']} phases "
-                       f"(±2 SE), N ≤ {ds.attrs['simulated_n_max']}"))
-    ax.set_yscale("log")
-    # no minor ticks on the y axis: each tick is a few artists to lay out on every redraw
-    ax.yaxis.set_minor_locator(NullLocator())
-    # plain numbers (1, 10, 100 µs), not 10^k: mathtext costs about 13 ms per redraw (#20)
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
-    log2_task_axis(ax, 1, int(n.max()))
-    ax.set_xlabel("number of processes N")
-    ax.set_ylabel("E[θ] − w [µs]")
-    tau = ds.attrs["tau"]
-    hop = "" if not has_barrier else f", one hop {tau * _US:.3g} µs"
-    ax.set_title(f"{ds.attrs['source']}\nw = {work * _US:.4g} µs, {barrier.split('(')[0]}"
-                 f"{hop}", fontsize=10, y=1.0)  # a fixed y: no search for overlaps per redraw
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="upper left", fontsize=8.5)
-    ax.text(0.99, 0.01, f"the simulation replays {ds.attrs['simulated_trace']}",
-            transform=ax.transAxes, ha="right", va="bottom", fontsize=7.5, color="0.35")
-    return ax
-
-
-_REUSED: dict = {}  # the axes that every redraw draws into
-
-
-def _reused_axes():
-    """The explorer's axes, emptied of the last redraw's data artists. Its ticks, labels
-    and renderer are kept: a new figure costs about 17 ms more per redraw (issue #20),
-    and the picture is the same to the pixel."""
-    ax = _REUSED.get("ax")
-    if ax is None:
-        ax = _REUSED["ax"] = _new_axes()
-        return ax
-    for artist in [*ax.lines, *ax.collections, *ax.texts, *ax.patches]:
-        artist.remove()
-    ax.containers.clear()
-    if ax.legend_ is not None:
-        ax.legend_.remove()
-    ax.relim()  # forget the old data limits
-    return ax
-
-
-def _new_axes():
-    """Axes on a new figure of the explorer's size (not registered with pyplot)."""
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(8.5, 5.2))
-    # fixed margins: a layout engine would draw the figure twice per redraw (issue #20)
-    figure.subplots_adjust(left=0.085, right=0.985, bottom=0.1, top=0.895)
-    return figure.add_subplot()
-
-
-def _png(ds: xr.Dataset) -> bytes:
-    """The figure of ``ds`` as PNG bytes (no pyplot, no display needed)."""
-    import io
-
-    ax = plot_explore(ds, ax=_reused_axes())
-    buffer = io.BytesIO()
-    # fast zlib: the PNG is shown once and thrown away (16 -> about 4 ms per redraw)
-    ax.figure.savefig(buffer, format="png", dpi=90, pil_kwargs={"compress_level": 1})
-    return buffer.getvalue()
-
-
-# --------------------------------------------------------------------------------------
 # the widget
 # --------------------------------------------------------------------------------------
 _LAWS = {
@@ -520,6 +425,7 @@ def explore(noise=None):
 
     from .datasets import load_detour
     from .plotting import task_count_label
+    from .plotting.explorer import explorer_png
 
     if noise is not None and not isinstance(noise, NoiseModel | Trace):
         raise TypeError(f"noise must be a jl.noise law or a jl.Trace, got "
@@ -586,7 +492,7 @@ def explore(noise=None):
                             f"{type(error).__name__}: {error}</span>")
             return
         box.values = ds
-        figure.value = _png(ds)
+        figure.value = explorer_png(ds)
         largest = ds.attrs["simulated_n_max"]
         at = ds.sel(n=largest)
         status.value = (
