@@ -3,7 +3,7 @@
 The only package that imports matplotlib: :mod:`~jitterlab.plotting.scaling` (quantities
 against the number of processes) and :mod:`~jitterlab.plotting.timelines` (per-task
 timelines of a few phases, in the unit the caller chooses, e.g. the cycles of jitSim's
-worked examples).
+worked examples) and :mod:`~jitterlab.plotting.explorer` (the figure of :func:`jitterlab.explore`).
 """
 
 from .scaling import (
