@@ -136,7 +136,9 @@ def test_samples_add_up_and_histograms_count_them(runs, name):
     iteration = dataset["iteration"].values
     # the same number of samples on both ranks, all of them real
     assert compute.shape == barrier.shape == iteration.shape
-    assert compute.shape[1] == dataset.attrs["samples"] == dataset.attrs["iterations"] > 50
+    # how many iterations fit in the second depends on the load beside the test (thousands
+    # on a quiet machine, 26 seen at load 12): the checks below need a few, not many
+    assert compute.shape[1] == dataset.attrs["samples"] == dataset.attrs["iterations"] >= 2
     assert np.all(np.isfinite(iteration))
     np.testing.assert_allclose(iteration, compute + barrier, rtol=0, atol=1e-6)
     # the LCG loop runs at the speed the calibration measured only roughly: on a shared VM
