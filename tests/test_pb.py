@@ -115,13 +115,12 @@ def test_result_structure_and_units(runs, name):
     first_chunk_was_all = not random_wait and attrs["chunks"] == 1
     assert attrs["chunks"] >= 2 or first_chunk_was_all
     # the ranks stop once the measured time reaches the duration: with the broadcast at
-    # the iteration that reaches it, without it after the planned number of iterations
-    # (later than planned if the last chunk ran slower than the one before)
+    # the iteration that reaches it; without it after the planned number of iterations,
+    # later than planned if the last chunk ran slower than the one before (5 s for 1 s
+    # beside a loaded machine, so no upper bound is checked there)
     assert DURATION <= attrs["measured_duration"]
     if random_wait:
         assert attrs["measured_duration"] < DURATION + 0.1
-    elif not first_chunk_was_all:
-        assert attrs["measured_duration"] < 2 * DURATION
     # only rank 0 printed its summary
     assert process.stdout.count("Parallel Benchmark") == 1
     assert "mean / p99" in process.stdout
