@@ -12,9 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import jitterlab as jl
 from jitterlab.schedules import CALC, RECV, SEND, kernel
+from jitterlab.sim.schedules.event_loop import simulate_with_matches
+from jitterlab.sim.schedules.parking import parking_allowed
 
 NS = 1000  # ticks per ns at the default 1 ps resolution
 DATA = Path(__file__).parent / "data" / "goal"
@@ -104,3 +107,48 @@ def test_matched_send_of_each_receive():
             kernel.new_operation_times(0), matched, zeros.copy())
         assert done == 5 and left == 0
         assert matched.tolist() == [2, 4, -1, -1, -1]
+
+
+PARKING_CASES = ["alltoall_linear_compute_64_8b", "alltoall_linear_compute_16_32768b",
+                 "allreduce_recdoub_compute_64_8b", "bcast_binomialtree_64_4096b"]
+
+
+@pytest.mark.parametrize("case", PARKING_CASES)
+def test_parked_retries_change_nothing(case):
+    """Retries parked per host (event_loop's ``park``, the default) give the same times,
+    matches, ends and event count as retries queued one by one as in LogGOPSim, without
+    noise, under a noise trace and under δ noise, with LogGOPSim's default costs and
+    with parameter set C of the references (O = 10 ns/B, S = 256 B)."""
+    schedule = jl.read_goal(DATA / f"{case}.goal.gz")
+    n, p = schedule.n_operations, schedule.num_ranks
+    rng = np.random.default_rng(610)
+    none = np.zeros(2, dtype=np.int64)
+    trace_start = np.arange(101, dtype=np.int64) * 37_000 * NS
+    trace_duration = np.full(101, 3_000 * NS, dtype=np.int64)
+    noises = [(kernel.NO_NOISE, none, none, np.zeros(p, dtype=np.int64), none[:0]),
+              (kernel.TRACE, trace_start, trace_duration,
+               rng.integers(0, trace_start[-1], p), none[:0]),
+              (kernel.DELTA, none, none, np.zeros(p, dtype=np.int64),
+               rng.integers(0, 4_000 * NS, 2 * n))]
+    sends = int(np.count_nonzero(schedule.kind == SEND))
+    for params in (jl.LogGOPS.from_loggopsim(),
+                   jl.LogGOPS.from_loggopsim(L=1000, o=800, g=100, G=25, O=10, S=256)):
+        args = kernel.schedule_arguments(params=params, schedule=schedule)
+        assert parking_allowed(args.kind, args.size, args.calc, args.n_cpus, args.overhead,
+                               args.gap, args.gap_per_byte, args.overhead_per_byte,
+                               kernel.DELTA, none, noises[2][4])
+        for mode, trace_start_, trace_duration_, rank_time, delta in noises:
+            found = []
+            for park in (True, False):
+                times = kernel.new_operation_times(n)
+                matched = np.zeros(n, dtype=np.int64)
+                end = np.zeros(p, dtype=np.int64)
+                result = simulate_with_matches(*args, mode, trace_start_, trace_duration_,
+                                               rank_time, delta, times, matched, end, park)
+                found.append((result, times, matched, end))
+            (parked, *arrays), (queued, *reference) = found
+            assert parked == queued and parked[0] == n and parked[2] == 0
+            for mine, theirs in zip(arrays, reference, strict=True):
+                np.testing.assert_array_equal(mine, theirs)
+            if case.startswith("alltoall"):  # there were retries to park
+                assert parked[1] > n + sends

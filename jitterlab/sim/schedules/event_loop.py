@@ -35,6 +35,7 @@ import numba
 import numpy as np
 
 from .costs import NO_NOISE, operation_noise, per_byte, receive_bytes
+from .parking import parking_allowed, rescan
 from .sorting import std_sort
 
 __all__ = ["simulate_with_matches", "release", "TIME_FIELDS", "START", "CPU_START",
@@ -93,10 +94,12 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
                           placement, origin, succ_offsets, succ, isucc_offsets, isucc, waits,
                           channel, n_channels, exact, n_cpus, n_nics, latency, overhead, gap,
                           gap_per_byte, overhead_per_byte, eager_limit, mode, trc_start,
-                          trc_dur, rank_time, delta, times, matched, end_out):
+                          trc_dur, rank_time, delta, times, matched, end_out, park=True):
     """:func:`jitterlab.sim.schedules.kernel.simulate_with_times`, which see, and also,
     when ``matched`` has one entry per operation (else size 0), the send each receive
     matched: ``matched[r] = s`` (schedule indices; −1 where no message was taken).
+    ``park``: park retried events per host where that is exact (:mod:`.parking`; the
+    same results and event count); False queues every retry as LogGOPSim does.
 
     :func:`release` is inlined in numba's IR (``inline="always"``; no slower than the
     loops written out). The queue unlinking and the rendezvous completion stay written
@@ -143,7 +146,7 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
     hc = np.empty(capacity, dtype=np.int64)
     size_q = 0
     code_bits = 1
-    while (1 << code_bits) < 2 * n + 2:
+    while (1 << code_bits) < 2 * n + p + 2:  # operations, messages, parking tokens
         code_bits += 1
     if 2 * code_bits > 62:
         raise ValueError("the schedule has too many operations for the event queue")
@@ -170,9 +173,16 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
                    + isucc_offsets[i + 1] - isucc_offsets[i])
     ready = np.empty(max(widest, 3 * most + 1), dtype=np.int64)
     order = np.empty(ready.size, dtype=np.int64)
-    pend_t = np.empty(ready.size + 1, dtype=np.int64)  # pushes of one event
-    pend_s = np.empty(ready.size + 1, dtype=np.int64)
-    pend_c = np.empty(ready.size + 1, dtype=np.int64)
+    pend_t = np.empty(ready.size + 2, dtype=np.int64)  # pushes of one event
+    pend_s = np.empty(ready.size + 2, dtype=np.int64)
+    pend_c = np.empty(ready.size + 2, dtype=np.int64)
+    # parked retries (.parking), allocated at the first retry: per host a list (head
+    # ``park_head``, links ``link``) and its token's key and code
+    parking = -1 if park else 0  # 1 yes, 0 no, -1 not decided yet
+    park_head = np.empty(0, dtype=np.int64)
+    tok_t, tok_s, tok_code = park_head, park_head, park_head
+    link, park_time, park_stamp = park_head, park_head, park_head
+    listed = np.empty(0, dtype=np.bool_)
     stamp = 0
     done = 0
     events = 0
@@ -261,6 +271,16 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
                 else:
                     break
             ht[parent], hs[parent], hc[parent] = lt, ls, lc
+        taken = False
+        if code >= 2 * n:  # a host's token: its least parked event, unless outdated
+            h = code - 2 * n
+            if tok_t[h] != t or tok_s[h] != st:
+                events -= 1
+                continue
+            code = tok_code[h]
+            park_time[code] = -1  # unlinked by the next rescan
+            tok_t[h] = -1
+            taken = True
         n_push = 0
         n_ready = 0
         host_a = -1  # the (at most two) hosts that completed something
@@ -271,6 +291,7 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
             host = rank[i]
             k = kind[i]
             c = host * n_cpus + cpu[i]
+            cpu_before = nexto[c]
             if k == _CALC:
                 if nexto[c] <= t:
                     noise = 0
@@ -375,6 +396,7 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
             host = peer[s]
             c = host * n_cpus + cpu[s]
             nc = host * n_nics + nic[s]
+            cpu_before = nexto[c]
             free = max(nexto[c], nextgr[nc])
             if free <= t:
                 noise = 0
@@ -436,7 +458,30 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
                     uq_tail[ch] = s
             else:
                 retry = free
-        if retry >= 0:  # same stamp: the event keeps its place among equal times
+        if retry >= 0 and parking < 0:
+            parking = 0
+            if parking_allowed(kind, size, calc, n_cpus, overhead, gap, gap_per_byte,
+                               overhead_per_byte, mode, trc_dur, delta):
+                parking = 1
+                park_head = np.full(p, -1, dtype=np.int64)
+                tok_t = np.full(p, -1, dtype=np.int64)
+                tok_s, tok_code = np.empty(p, dtype=np.int64), np.empty(p, dtype=np.int64)
+                link = np.empty(2 * n, dtype=np.int64)
+                park_time = np.empty(2 * n, dtype=np.int64)
+                park_stamp = np.empty(2 * n, dtype=np.int64)
+                listed = np.zeros(2 * n, dtype=np.bool_)
+        if retry >= 0 and parking == 1:  # parked, with its stamp
+            park_time[code], park_stamp[code] = retry, st
+            if not listed[code]:
+                listed[code] = True
+                link[code] = park_head[host]
+                park_head[host] = code
+            if not taken and (tok_t[host] < 0 or retry < tok_t[host] or (
+                    retry == tok_t[host] and st < tok_s[host])):
+                tok_t[host], tok_s[host], tok_code[host] = retry, st, code
+                pend_t[0], pend_s[0], pend_c[0] = retry, st, 2 * n + host
+                n_push = 1
+        elif retry >= 0:  # same stamp: the event keeps its place among equal times
             pend_t[0], pend_s[0], pend_c[0] = retry, st, code
             n_push = 1
         elif n_ready > 0:
@@ -462,6 +507,18 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
                     pend_t[n_push], pend_s[n_push], pend_c[n_push] = when, stamp, b
                     n_push += 1
                     stamp += 1
+        if parking == 1 and park_head[host] >= 0 and (taken or nexto[c] != cpu_before):
+            head, parked, when, first, j, retries = rescan(
+                park_head[host], link, park_time, park_stamp, listed, kind, nic, n, n_nics,
+                host, nexto[c], nextgs, nextgr)
+            park_head[host] = head
+            events += retries
+            if parked == 0:
+                tok_t[host] = -1
+            elif when != tok_t[host] or first != tok_s[host]:
+                tok_t[host], tok_s[host], tok_code[host] = when, first, j
+                pend_t[n_push], pend_s[n_push], pend_c[n_push] = when, first, 2 * n + host
+                n_push += 1
         for q in range(n_push):
             time_, stamp_, code_ = pend_t[q], pend_s[q], pend_c[q]
             if time_ == last:  # into the fifo, at its place by stamp (a retry's is old)
