@@ -112,9 +112,6 @@ def test_round_trip(make):
 
 
 def test_events_refuse_what_a_trace_cannot_hold():
-    wildcard = jl.Schedule(2, kind=[SEND, RECV], rank=[0, 1], peer=[1, -1], size=[8, 8])
-    with pytest.raises(ValueError, match="wildcard"):
-        jl.simulate_schedule(wildcard, PARAMS, detail="events")
     two_cpus = jl.Schedule(1, kind=[CALC, CALC], rank=[0, 0], duration=[1e-6, 1e-6],
                            cpu=[0, 1])
     with pytest.raises(ValueError, match="cpu 0"):
@@ -159,3 +156,165 @@ def test_any_order_receives_wait_side_by_side():
     offsets, targets = schedule.requires_offsets, schedule.requires
     assert offsets[:4].tolist() == [0, 0, 0, 2]
     assert sorted(targets[:2].tolist()) == [0, 1]
+
+
+# --------------------------------------------------------------------------------------
+# receives of any source or any tag: each message event pairs the send that the receive
+# really took (the kernel records it). Rank 0 takes two messages of any source and tag,
+# 50 µs apart, then one of tag 3 from rank 1 and, 30 µs later, one of any tag from
+# rank 1. LogGOPSim's list matching: rank 2's message (sent at 0) is first and goes to
+# the first wildcard receive, rank 1's (sent after 20 µs) to the second; the receive of
+# tag 3 skips the tag-7 message that waits before it, the any-tag receive takes that
+# one. The 5000-byte messages are rendezvous (S < 5000), so a sender is done only when
+# its message is matched: the ends show the matching. Reference: LogGOPSim commit
+# 76451de (built as in tests/data/goal/PROVENANCE.md), `txt2bin -i wild.goal -o
+# wild.bin; LogGOPSim -f wild.bin -L . -o . -g . -G . -O . -S .`, 2026-11-26; its
+# "Host i" lines, for WILDCARDS and for it with the sources of the first two receives
+# swapped (SWAPPED) or the tags of the last two (TAGS_SWAPPED).
+WILDCARDS = """\
+num_ranks 3
+rank 0 {
+a: recv 5000b from -1 tag -1
+b: calc 50000
+c: recv 5000b from -1 tag -1
+d: recv 8b from 1 tag 3
+e: calc 30000
+f: recv 5000b from 1 tag -1
+b requires a
+c requires b
+d requires c
+e requires d
+f requires e
+}
+rank 1 {
+a: calc 20000
+b: send 5000b to 0 tag 1
+c: send 5000b to 0 tag 7
+d: send 8b to 0 tag 3
+e: calc 1000
+b requires a
+c requires b
+d requires b
+e requires c
+}
+rank 2 {
+a: send 5000b to 0 tag 2
+b: calc 1000
+b requires a
+}
+"""
+EXPLICIT = {"a: recv 5000b from -1 tag -1": "a: recv 5000b from 2 tag 2",
+            "c: recv 5000b from -1 tag -1": "c: recv 5000b from 1 tag 1",
+            "f: recv 5000b from 1 tag -1": "f: recv 5000b from 1 tag 7"}
+SWAPPED = {"a: recv 5000b from -1 tag -1": "a: recv 5000b from 1 tag 1",
+           "c: recv 5000b from -1 tag -1": "c: recv 5000b from 2 tag 2"}
+TAGS_SWAPPED = {"d: recv 8b from 1 tag 3": "d: recv 5000b from 1 tag 7",
+                "f: recv 5000b from 1 tag -1": "f: recv 8b from 1 tag 3"}
+ONE_SIZE = {"d: recv 8b from 1 tag 3": "d: recv 5000b from 1 tag 3",
+            "d: send 8b to 0 tag 3": "d: send 5000b to 0 tag 3"}
+#: (L, o, g, G, O, S) [ns, B] -> LogGOPSim's ends of WILDCARDS (= EXPLICIT), SWAPPED,
+#: TAGS_SWAPPED [ns]
+WILDCARD_REFERENCE = [
+    ((2500, 1500, 1000, 6, 1, 4096), [180024, 181024, 7499], [180024, 181024, 117988],
+     [180024, 118995, 7499]),
+    ((1000, 800, 100, 25, 10, 256), [460100, 461100, 51790], [460100, 461100, 304350],
+     [460100, 304520, 51790]),
+]
+
+
+def goal_schedule(tmp_path, replace=None):
+    text = WILDCARDS
+    for old, new in (replace or {}).items():
+        assert old in text
+        text = text.replace(old, new)
+    path = tmp_path / "wild.goal"
+    path.write_text(text)
+    return jl.read_goal(path)
+
+
+def ends_ns(schedule, params):
+    ends = jl.simulate_schedule(schedule, params)["end"].values[0]
+    return np.rint(ends / NS).astype(np.int64).tolist()
+
+
+@pytest.mark.parametrize("loggopsim, ends, swapped, tags_swapped", WILDCARD_REFERENCE)
+def test_wildcard_matching_is_loggopsims(tmp_path, loggopsim, ends, swapped, tags_swapped):
+    params = jl.LogGOPS.from_loggopsim(*loggopsim)
+    assert ends_ns(goal_schedule(tmp_path), params) == ends
+    assert ends_ns(goal_schedule(tmp_path, EXPLICIT), params) == ends
+    assert ends_ns(goal_schedule(tmp_path, SWAPPED), params) == swapped
+    assert ends_ns(goal_schedule(tmp_path, TAGS_SWAPPED), params) == tags_swapped
+
+
+@pytest.mark.parametrize("loggopsim", [case[0] for case in WILDCARD_REFERENCE])
+@pytest.mark.parametrize("noise", [None, jl.noise.Exponential(mean=2e-6)])
+def test_wildcard_events_pair_the_messages_taken(tmp_path, loggopsim, noise):
+    """The event trace of the wildcard schedule is that of the schedule with the matched
+    sources and tags written out (same noise draws), and each receive names the sender
+    and the trace tag of the message it took."""
+    params = jl.LogGOPS.from_loggopsim(*loggopsim)
+    wild = jl.simulate_schedule(goal_schedule(tmp_path), params, noise=noise, rng=5,
+                                detail="events")
+    explicit = jl.simulate_schedule(goal_schedule(tmp_path, EXPLICIT), params, noise=noise,
+                                    rng=5, detail="events")
+    columns = ["rank", "seq", "kind", "start", "end", "peer", "tag", "noise_combined"]
+    assert wild.data[columns].equals(explicit.data[columns])
+    received = wild.data[(wild.data["rank"] == 0) & (wild.data["kind"] == "recv")]
+    assert list(zip(received["peer"], received["tag"], strict=True)) == \
+        [(2, 2), (1, 1), (1, 3), (1, 7)]
+    sent = wild.data[wild.data["kind"] == "send"]
+    assert sorted(zip(sent["rank"], sent["tag"], strict=True)) == [(1, 1), (1, 3), (1, 7), (2, 2)]
+    assert wild.attrs["matching"].startswith("wildcards")
+    if noise is not None:
+        assert wild.attrs["makespan"] > wild.attrs["noiseless_makespan"]
+
+
+def test_wildcard_events_feed_the_estimate_and_replay(tmp_path):
+    """3 µs of noise in rank 0's first calc (operation 1) delays rank 0 and rank 1 by
+    3 µs: the timeline approximation of the wildcard run finds exactly that on rank 0
+    (it follows messages from sender to receiver; rank 1 waits for its rendezvous
+    message to be matched, which an event trace does not show, so it is not seen
+    there). With eager messages (S above 5000 B) the trace replayed quiet
+    (to_schedule: explicit receives, operations in trace order) runs as the schedule
+    did; with rendezvous it would deadlock, as the trace puts rank 1's two sends in a
+    row (tag 7 before tag 3) and rank 0 takes tag 3 first."""
+    params = jl.LogGOPS.from_loggopsim(*WILDCARD_REFERENCE[0][0])
+    schedule = goal_schedule(tmp_path)
+    n = schedule.n_operations
+    assert schedule.kind[1] == CALC and schedule.rank[1] == 0
+    delta = np.zeros(2 * n)
+    delta[1] = 3000 * NS
+    events = jl.simulate_schedule(schedule, params, noise=FixedDraws(delta), detail="events")
+    assert events.attrs["makespan"] - events.attrs["noiseless_makespan"] == \
+        pytest.approx(3000 * NS)
+    cost = jl.estimate.accumulated_noise(events).sel(source="combined")
+    assert float(cost["accumulated"].sel(rank=0)) == pytest.approx(3000 * NS, abs=1e-15)
+    assert round(float(cost["approximated_end"].sel(rank=0)) / NS) == \
+        WILDCARD_REFERENCE[0][1][0]
+    eager = jl.LogGOPS.from_loggopsim(*WILDCARD_REFERENCE[0][0][:5], S=None)
+    schedule = goal_schedule(tmp_path, ONE_SIZE)  # to_schedule gives every message one size
+    events = jl.simulate_schedule(schedule, eager, noise=FixedDraws(delta), detail="events")
+    replay = events.to_schedule(message_size=5000)
+    assert not np.any((replay.kind == RECV) & ((replay.peer < 0) | (replay.tag < 0)))
+    quiet = jl.simulate_schedule(schedule, eager)["end"].values[0]
+    again = jl.simulate_schedule(replay, eager)["end"].values[0]
+    np.testing.assert_array_equal(np.rint(again / 1e-12), np.rint(quiet / 1e-12))
+
+
+def test_pairs_from_the_kernel_are_checked(tmp_path):
+    from jitterlab.sim.schedules.tracing import check_matches
+
+    schedule = goal_schedule(tmp_path)
+    receive = np.flatnonzero(schedule.kind == RECV)
+    send = np.flatnonzero(schedule.kind == SEND)
+    good = np.full(schedule.n_operations, -1)
+    good[receive] = send[[3, 0, 2, 1]]  # a <- rank 2, c <- 1:b, d <- 1:d, f <- 1:c
+    assert check_matches(schedule, good).tolist() == good.tolist()
+    bad = good.copy()
+    bad[receive[2]] = send[1]  # the receive of tag 3 cannot take tag 7
+    with pytest.raises(ValueError, match="paired with"):
+        check_matches(schedule, bad)
+    twice = good.copy()
+    twice[receive[1]] = send[3]
+    with pytest.raises(ValueError, match="exactly one"):
+        check_matches(schedule, twice)

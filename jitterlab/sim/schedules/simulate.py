@@ -63,15 +63,17 @@ class _Prepared:
         return end, events, op_start, op_end
 
     def times(self, mode, trc_start, trc_dur, rank_time, delta):
-        """Every operation's times (rows ``kernel.TIME_FIELDS``) and each rank's end
-        [ticks]."""
+        """Every operation's times (rows ``kernel.TIME_FIELDS``), the send each receive
+        matched (−1 for other operations) and each rank's end [ticks]."""
         end = np.zeros(self.schedule.num_ranks, dtype=np.int64)
         times = kernel.new_operation_times(self.n)
-        done, _, left = kernel.simulate_with_times(
-            *self.arguments(), mode, trc_start, trc_dur, rank_time, delta, times, end)
+        matched = np.full(self.n, -1, dtype=np.int64)
+        done, _, left = kernel.simulate_with_matches(
+            *self.arguments(), mode, trc_start, trc_dur, rank_time, delta, times, matched,
+            end)
         if done != self.n or left:
             self._deadlock(done, left, mode, trc_start, trc_dur, rank_time, delta)
-        return times, end
+        return times, matched, end
 
     def _deadlock(self, done, left, *noise):
         s = self.schedule
@@ -239,7 +241,8 @@ def simulate_schedule(schedule: Schedule, params, noise=None, start="random", rn
                 raise ValueError("the noise law drew a negative or non-finite δ")
             delta = np.rint(draws / prepared.resolution).astype(np.int64)
         if as_events:
-            times, ends[run] = prepared.times(mode, trc_start, trc_dur, rank_time, delta)
+            times, matched, ends[run] = prepared.times(mode, trc_start, trc_dur, rank_time,
+                                                       delta)
             continue
         ends[run], events[run], first, last = prepared.run(mode, trc_start, trc_dur,
                                                            rank_time, delta, keep)
@@ -286,7 +289,7 @@ def simulate_schedule(schedule: Schedule, params, noise=None, start="random", rn
         del attrs["events_per_run"]
         return events_from_operations(
             schedule, times[kernel.START], times[kernel.CPU_START], times[kernel.CPU_END],
-            times[kernel.NOISE],
+            times[kernel.NOISE], matched=matched,
             overhead=prepared.overhead, latency=prepared.latency, tick=res,
             attrs={**attrs, "source": "jl.simulate_schedule",
                    "makespan": float(ends[0].max() * res),

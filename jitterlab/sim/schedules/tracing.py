@@ -23,7 +23,11 @@ held by its dependencies or by the NIC) is a gap between intervals. Every rank's
 interval starts at 0. A message's tag in the trace is ``tag + k·2**32`` for the k-th
 message from one rank to another with GOAL tag ``tag``, the rule of
 :func:`jitterlab.io.read_otf2_events` (the GOAL tag is ``tag % 2**32``); a receive of
-any source or tag gets the peer and tag of the message it took. ``latency`` is L.
+any source or tag gets the peer and tag of the message it took: the kernel records
+which send each receive matched (LogGOPSim's list matching: a posted receive takes the
+first waiting message it accepts, an arriving message the first posted receive that
+accepts it), so a receive of any source or tag pairs with the very message it took.
+``latency`` is L.
 
 A rank must run on one CPU (GOAL ``cpu 0``): an event trace has one timeline per rank.
 """
@@ -36,7 +40,7 @@ import pandas as pd
 from ...traces.events import KINDS, EventTrace
 from ...traces.schedule import ANY_SOURCE, ANY_TAG, CALC, RECV, SEND, Schedule
 
-__all__ = ["events_from_operations", "match_messages", "TAG_STRIDE"]
+__all__ = ["events_from_operations", "match_messages", "check_matches", "TAG_STRIDE"]
 
 #: the k-th message of a (sender, receiver, tag) channel gets the trace tag tag + k·TAG_STRIDE
 TAG_STRIDE = 2**32
@@ -58,7 +62,7 @@ def match_messages(schedule: Schedule, cpu_start) -> np.ndarray:
     ------
     ValueError
         For a schedule with a wildcard receive (the pairing is then not recoverable
-        from the times).
+        from the times: pass the kernel's ``matched`` to :func:`events_from_operations`).
     """
     s = schedule
     cpu_start = np.asarray(cpu_start, dtype=np.int64)
@@ -86,15 +90,48 @@ def match_messages(schedule: Schedule, cpu_start) -> np.ndarray:
     return matched
 
 
+def check_matches(schedule: Schedule, matched) -> np.ndarray:
+    """``matched`` (per receive the send whose message it took, −1 elsewhere) as int64,
+    checked against the schedule: each send taken once, by a receive on its destination
+    that accepts its source and tag.
+
+    Raises
+    ------
+    ValueError
+        Naming the first receive whose pairing is impossible.
+    """
+    s = schedule
+    matched = np.asarray(matched, dtype=np.int64)
+    if matched.shape != (s.n_operations,):
+        raise ValueError(f"matched must have one entry per operation ({s.n_operations}), "
+                         f"got shape {matched.shape}")
+    receive = np.flatnonzero(s.kind == RECV)
+    source = matched[receive]
+    valid = (source >= 0) & (source < s.n_operations)
+    source_of = np.where(valid, source, 0)
+    ok = (valid & (s.kind[source_of] == SEND) & (s.peer[source_of] == s.rank[receive])
+          & ((s.peer[receive] == ANY_SOURCE) | (s.peer[receive] == s.rank[source_of]))
+          & ((s.tag[receive] == ANY_TAG) | (s.tag[receive] == s.tag[source_of])))
+    if not np.all(ok):
+        i = int(receive[np.argmin(ok)])
+        raise ValueError(f"operation {i} (a receive of rank {s.rank[i]}) is paired with "
+                         f"operation {int(matched[i])}, not a send to it that it accepts")
+    taken = np.bincount(source, minlength=s.n_operations)
+    if np.any(taken[s.kind == SEND] != 1) or np.any(matched[s.kind != RECV] != -1):
+        raise ValueError("matched must pair every send with exactly one receive (−1 for "
+                         "sends and calcs)")
+    return matched
+
+
 def events_from_operations(schedule: Schedule, posted, cpu_start, cpu_end, noise, *,
-                           overhead: int, latency: int, tick: float,
+                           overhead: int, latency: int, tick: float, matched=None,
                            attrs=None) -> EventTrace:
     """The event trace of one run from its operations' CPU times.
 
     Parameters
     ----------
     schedule : Schedule
-        The schedule that ran (every operation on CPU 0, no wildcard receive).
+        The schedule that ran (every operation on CPU 0).
     posted : array of int
         Per operation, when it started (a receive: when it was posted) [ticks].
     cpu_start, cpu_end, noise : array of int
@@ -104,6 +141,11 @@ def events_from_operations(schedule: Schedule, posted, cpu_start, cpu_end, noise
         o and L [ticks].
     tick : float
         Seconds per tick. [s]
+    matched : array of int, optional
+        Per receive, the send whose message it took (−1 for sends and calcs), as the
+        kernel records it (:func:`~jitterlab.sim.schedules.kernel.simulate_with_matches`).
+        Needed for receives of any source or tag; without it the pairs are recovered
+        from the times channel by channel (:func:`match_messages`).
     attrs : dict, optional
         Metadata of the trace.
 
@@ -133,7 +175,8 @@ def events_from_operations(schedule: Schedule, posted, cpu_start, cpu_end, noise
     cpu_start = np.asarray(cpu_start, dtype=np.int64)
     cpu_end = np.asarray(cpu_end, dtype=np.int64)
     noise = np.asarray(noise, dtype=np.int64)
-    matched = match_messages(s, cpu_start)
+    matched = (match_messages(s, cpu_start) if matched is None
+               else check_matches(s, matched))
     recv = s.kind == RECV
     send = s.kind == SEND
     source = matched[recv]
