@@ -17,12 +17,15 @@ when the session ends is stopped.
 
 The numba kernels are compiled once per clone (``cache=True`` writes them to ``__pycache__``).
 In a fresh clone (CI) each kernel was compiled by the first test that called it, on the
-critical path (the tree barrier alone: 74 s of one test). A session that collects tests from
-``WARM_UP_MODULES`` or more files therefore starts :func:`warm_numba_cache` in a niced
-subprocess (this file run as a script) that compiles the kernels, in both their parallel and
-one-thread variants, on the CPU the tests leave free; a test that reaches a kernel later loads
-it from the cache, one that gets there first compiles it itself as before. Where the cache is
-already warm the subprocess only loads it. ``JITTERLAB_NUMBA_WARM_UP=0`` turns it off, ``=1``
+critical path (the tree barrier alone: 130 s of one test), and again by a notebook or a test
+of the other worker that reached it meanwhile. So under pytest-xdist (``-n 2``, as CI runs),
+a session over ``WARM_UP_MODULES`` or more test files first compiles the kernels that the
+tests and notebooks call, :func:`warm_numba_cache`, before the workers start: two
+subprocesses on the two CPUs that share its groups of calls (one kernel, one process); every
+test and notebook kernel then loads them from the cache instead of compiling them again.
+Where the cache is already warm this only loads it (a few seconds). In one process such a
+session starts the warm-up instead in a subprocess at nice 9 beside the tests (a test that
+reaches a kernel first compiles it itself). ``JITTERLAB_NUMBA_WARM_UP=0`` turns it off, ``=1``
 on whatever the session's size.
 """
 
@@ -96,6 +99,8 @@ WARM_UP_MODULES = 10  # test files in a session from which the numba warm-up sta
 # the warm-up yields to the tests when they want both CPUs; below 10, which the team's
 # quiet.sh pauses
 WARM_UP_NICE = 9
+WARM_UP_PROCESSES = 2  # the warm-up before the workers: one per CPU of CI's machine
+WARM_UP_TIMEOUT = 900.0  # the warm-up before the workers, at most [s] (fresh clone: ~80 s)
 
 
 def xdist_worker() -> str | None:
@@ -111,11 +116,33 @@ def warm_up_wanted(items) -> bool:
     return wanted == "1" or (wanted != "0" and len(modules) >= WARM_UP_MODULES)
 
 
-def warm_numba_cache() -> str:
+WARM_UP_VARIANTS = ("one-thread", "parallel")
+
+
+def next_share(counter: Path) -> int:
+    """The next item of work shared by processes through ``counter`` (a file holding how
+    many items were taken, locked while it is read and written): 0, 1, 2, ..."""
+    import fcntl
+
+    with open(counter, "a+", encoding="ascii") as stream:
+        fcntl.flock(stream, fcntl.LOCK_EX)
+        stream.seek(0)
+        taken = int(stream.read().strip() or 0)
+        stream.seek(0)
+        stream.truncate()
+        stream.write(str(taken + 1))
+    return taken
+
+
+def warm_numba_cache(variants=WARM_UP_VARIANTS, shared: Path | None = None) -> str:
     """Compile (or load from the cache) the numba kernels that the tests and notebooks call,
-    through the public API on small inputs: first the one-thread variants, then the parallel
-    ones (:func:`jitterlab.threads.kernel_threads` picks either, by the free CPUs); returns
-    what it did, in one line."""
+    through the public API on small inputs: the one-thread variants, the parallel ones or
+    both, in that order (:func:`jitterlab.threads.kernel_threads` picks either, by the free
+    CPUs); returns what it did, in one line.
+
+    With ``shared`` (a counter file, :func:`next_share`) several processes share the work:
+    each takes the next group of calls that compile the same kernels (the largest first)
+    until none is left, so no two compile one kernel at once."""
     import numba
     import numpy as np
 
@@ -132,43 +159,71 @@ def warm_numba_cache() -> str:
     trace = jl.Trace(jitter=draw.exponential(3e-6, 200), gap=draw.exponential(1e-3, 200))
     quiet = jl.Trace(jitter=[0.0], gap=[1.0])
     message = jl.Message(send=1e-6, recv=1e-6, latency=5e-6)
-    barriers = [None, jl.TreeBarrier(), jl.TreeBarrier(message=message),
-                jl.Dissemination(message), jl.RecursiveDoubling(message)]
     goal = Path(os.environ.get("TMPDIR", "/tmp")) / f"jitterlab-warm-up-{os.getpid()}.goal"
     goal.write_text("num_ranks 2\nrank 0 {\na: send 8b to 1 tag 5\nb: calc 100 cpu 0\n"
                     "b requires a\n}\nrank 1 {\nc: recv 8b from 0 tag 5\n}\n")
-    # the order in which the tests first need them, after a fresh clone: the tree
-    # barrier (its compilation took 57 s in CI) before the rest
-    calls = []
-    for barrier in barriers:
-        for start in ("random", "random_row", "synchronized"):
-            calls.append(lambda barrier=barrier, start=start: jl.simulate(
-                trace, n=[1, 300], work=1e-4, phases=2, start=start, barrier=barrier, rng=0))
-        calls.append(lambda barrier=barrier: jl.simulate(
-            trace, n=300, work=1e-4, phases=2, barrier=barrier, rng=0, detail=True))
-        calls.append(lambda barrier=barrier: jl.simulate(
-            quiet, n=300, work=1e-4, phases=2, barrier=barrier, rng=0))
-    calls += [lambda: jl.max_of_n(Exponential(mean=1e-5) + 1e-4, n=[1, 1000]),
-              lambda: jl.max_of_n(Empirical(draw.exponential(1e-5, 20_000)), n=[1, 1000, 10**9]),
-              lambda: jl.max_of_n(Exponential(mean=1.0), n=[1, 64], method="montecarlo",
-                                  replicates=100, rng=0),
-              lambda: wavefront_predict(Wavefront(2, 2, blocks=3, work=1e-5, iterations=2,
-                                                  message=message)),
-              lambda: wavefront_predict(Wavefront(2, 2, blocks=3, work=1e-5, iterations=2,
-                                                  message=message), trace),
-              lambda: approximate_timeline(random_events(0)),
-              lambda: accumulated_noise(random_events(1)),
-              lambda: jl.simulate_schedule(jl.read_goal(goal), jl.LogGOPS(
-                  L=3e-6, o=1e-6, g=2e-6, G=2e-9, O=5e-10, S=4096))]
+
+    def simulations(barriers, sizes):
+        calls = []
+        for barrier in barriers:
+            for start in ("random", "random_row", "synchronized"):
+                calls.append(lambda barrier=barrier, start=start: jl.simulate(
+                    trace, n=sizes, work=1e-4, phases=2, start=start, barrier=barrier,
+                    rng=0))
+            calls.append(lambda barrier=barrier: jl.simulate(
+                trace, n=300, work=1e-4, phases=2, barrier=barrier, rng=0, detail=True))
+            calls.append(lambda barrier=barrier: jl.simulate(
+                quiet, n=300, work=1e-4, phases=2, barrier=barrier, rng=0))
+        return calls
+
+    def groups(variant):
+        """Groups of calls that compile the same kernels, in the order in which the tests
+        first need them after a fresh clone: the tree barrier (its compilation took 57 s in
+        CI) first. The parallel variant's simulations have no task count below
+        ``PARALLEL_MIN_TASKS`` (256), which would compile the one-thread kernels."""
+        sizes = [1, 300] if variant == "one-thread" else [300]
+        return [
+            simulations([jl.TreeBarrier(), jl.TreeBarrier(message=message)], sizes),
+            simulations([None], sizes),
+            simulations([jl.Dissemination(message), jl.RecursiveDoubling(message)], sizes),
+            [lambda: jl.max_of_n(Exponential(mean=1e-5) + 1e-4, n=[1, 1000]),
+             lambda: jl.max_of_n(Empirical(draw.exponential(1e-5, 20_000)),
+                                 n=[1, 1000, 10**9]),
+             lambda: jl.max_of_n(Exponential(mean=1.0), n=[1, 64], method="montecarlo",
+                                 replicates=100, rng=0)],
+            [lambda: wavefront_predict(Wavefront(2, 2, blocks=3, work=1e-5, iterations=2,
+                                                 message=message)),
+             lambda: wavefront_predict(Wavefront(2, 2, blocks=3, work=1e-5, iterations=2,
+                                                 message=message), trace)],
+            [lambda: approximate_timeline(random_events(0)),
+             lambda: accumulated_noise(random_events(1))],
+            [lambda: jl.simulate_schedule(jl.read_goal(goal), jl.LogGOPS(
+                L=3e-6, o=1e-6, g=2e-6, G=2e-9, O=5e-10, S=4096))]]
+
+    counts = {"one-thread": 1, "parallel": numba.get_num_threads()}
+    if shared is None:  # one thread first: beside this process the tests find one CPU free
+        work = [(counts[variant], group) for variant in variants
+                for group in groups(variant)]
+    else:  # each group's two variants one after the other: the largest first
+        per_variant = {variant: groups(variant) for variant in variants}
+        work = [(counts[variant], per_variant[variant][index])
+                for index in range(len(per_variant[variants[0]]))
+                for variant in sorted(variants, reverse=True)]
+    done = 0
     threads_setting = os.environ.get("JITTERLAB_THREADS")
     os.environ["JITTERLAB_THREADS"] = "all"  # the parallel variants too, beside busy tests
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            # one thread first: beside this process the tests find one CPU free
-            for threads in (1, numba.get_num_threads()):
+            index = -1
+            while True:
+                index = index + 1 if shared is None else next_share(shared)
+                if index >= len(work):
+                    break
+                threads, group = work[index]
                 numba.set_num_threads(threads)
-                for call in calls:
+                done += 1
+                for call in group:
                     try:
                         call()
                     except Exception as error:  # noqa: BLE001 - the tests will report it
@@ -179,19 +234,71 @@ def warm_numba_cache() -> str:
             del os.environ["JITTERLAB_THREADS"]
         else:
             os.environ["JITTERLAB_THREADS"] = threads_setting
-    return f"numba warm-up: {len(calls)} calls, twice, in {time.monotonic() - started:.0f} s"
+    return (f"numba warm-up: {done} of {len(work)} groups of calls "
+            f"({' and '.join(variants)} variants) in {time.monotonic() - started:.0f} s")
+
+
+def _warm_up_args(argv) -> tuple:
+    """``conftest.py --warm-numba-cache [--shared COUNTER] [VARIANT ...]``"""
+    shared = None
+    if argv[:1] == ["--shared"]:
+        shared, argv = Path(argv[1]), argv[2:]
+    return tuple(argv) or WARM_UP_VARIANTS, shared
+
+
+WARMED = "JITTERLAB_NUMBA_WARMED"  # what the warm-up before the workers did (their env)
+
+
+def test_files(config) -> int:
+    """How many test files the command line names (``testpaths`` without arguments)."""
+    base = config.invocation_params.dir
+    files = set()
+    for argument in config.args:
+        path = Path(base, argument.split("::")[0])
+        if path.is_dir():
+            files.update(path.rglob("test_*.py"))
+        elif path.is_file():
+            files.add(path)
+    return len(files)
+
+
+def warm_up_before_workers() -> str:
+    """The numba cache warmed by ``WARM_UP_PROCESSES`` subprocesses at once, which share the
+    groups of calls, and waited for; returns what they did (a broken warm-up only costs
+    time)."""
+    started = time.monotonic()
+    processes = []
+    with tempfile.TemporaryDirectory(prefix="jitterlab-warm-up-") as folder:
+        for _ in range(WARM_UP_PROCESSES):
+            log = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+            processes.append((subprocess.Popen(
+                [sys.executable, str(Path(__file__).resolve()), "--warm-numba-cache",
+                 "--shared", str(Path(folder) / "taken")],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT), log))
+        lines = [WarmUp(process, log).report(WARM_UP_TIMEOUT) for process, log in processes]
+    return "; ".join(lines) + (f" ({WARM_UP_PROCESSES} processes before the workers "
+                               f"started, {time.monotonic() - started:.0f} s)")
+
+
+def pytest_configure(config):
+    """Under pytest-xdist (the controller, before it starts the workers): warm the numba cache
+    for a session over ``WARM_UP_MODULES`` or more test files (``JITTERLAB_NUMBA_WARM_UP``:
+    ``0`` never, ``1`` always); the workers inherit what it did in ``JITTERLAB_NUMBA_WARMED``."""
+    if (hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None)
+            or config.option.collectonly):
+        return
+    wanted = os.environ.get("JITTERLAB_NUMBA_WARM_UP", "")
+    if wanted == "1" or (wanted != "0" and test_files(config) >= WARM_UP_MODULES):
+        config.jitterlab_warmed = warm_up_before_workers()
+        os.environ[WARMED] = config.jitterlab_warmed
 
 
 @pytest.fixture(scope="session")
 def numba_warm_up(request) -> str:
-    """Under pytest-xdist, in the worker that runs the notebooks (``tests/test_browser.py``):
-    the numba kernels compiled into the cache, or loaded, in this process before the notebooks'
-    kernels start, so that these load them instead of each compiling them; the other worker's
-    tests meanwhile compile what they reach first. Returns what it did ("" when it did
-    nothing: outside xdist the warm-up is a subprocess started after collection)."""
-    if xdist_worker() is None or not warm_up_wanted(request.session.items):
-        return ""
-    return warm_numba_cache() + f" (in the notebooks' worker, {xdist_worker()})"
+    """What warmed the numba cache before the notebooks' kernels started: under pytest-xdist
+    the warm-up before the workers (:func:`pytest_configure`), "" without one (in one process
+    the warm-up is a subprocess started after collection)."""
+    return os.environ.get(WARMED, "") if xdist_worker() is not None else ""
 
 
 def _start_warm_up(session) -> None:
@@ -211,9 +318,15 @@ class WarmUp:
     def __init__(self, process: subprocess.Popen, log):
         self.process, self.log = process, log
 
-    def report(self) -> str:
+    def report(self, wait: float = 0.0) -> str:
         """What the warm-up printed (its time, or what went wrong: a broken warm-up only
-        costs time); stops it if it is still going."""
+        costs time), after waiting up to ``wait`` seconds for it to end [s]; stops it if it
+        is still going."""
+        if wait:
+            try:
+                self.process.wait(timeout=wait)
+            except subprocess.TimeoutExpired:
+                pass
         stopped = self.process.poll() is None
         if stopped:
             self.process.terminate()
@@ -226,27 +339,24 @@ class WarmUp:
         text = self.log.read().strip()
         self.log.close()
         if stopped:
-            text += "\nnumba warm-up: stopped at the end of the session"
+            text += "\nnumba warm-up: stopped" + (f" after {wait:g} s" if wait else
+                                                 " at the end of the session")
         elif self.process.returncode:
             text += f"\nnumba warm-up: exit status {self.process.returncode}"
         return text[-3000:].strip()
 
 
 def pytest_collection_finish(session):
-    """Start the notebooks' JupyterLab run if it is to overlap the other tests
+    """In one process: start the notebooks' JupyterLab run if it is to overlap the other tests
     (``tests/test_browser.py``: ``start_in_background``; it warms the numba cache first),
-    else the numba warm-up alone. Under pytest-xdist (each worker collects) the worker that
-    runs the notebooks warms the cache itself first (the fixture ``numba_warm_up``); a session
-    without them starts the warm-up subprocess from worker ``gw0`` only."""
-    if session.config.option.collectonly:
+    else the numba warm-up alone. Under pytest-xdist the warm-up ran before the workers."""
+    if session.config.option.collectonly or xdist_worker() is not None:
         return
     items = [item for item in session.items if _needs_notebook_runs(item)]
-    worker = xdist_worker()
-    if items and worker is None:
+    if items:
         paths = list(dict.fromkeys(item.callspec.params["path"] for item in items))
         items[0].module.start_in_background(session.config, paths)
-    if getattr(session.config, "jitterlab_browser_run", None) is None and (
-            worker is None or (worker == "gw0" and not items)):
+    if getattr(session.config, "jitterlab_browser_run", None) is None:
         _start_warm_up(session)
 
 
@@ -259,6 +369,8 @@ def pytest_sessionfinish(session):
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     """How long the numba warm-up took, and its errors (a broken warm-up only costs time)."""
+    if getattr(config, "jitterlab_warmed", None):
+        terminalreporter.write_line(config.jitterlab_warmed)
     warm_up = getattr(config, "jitterlab_warm_up", None)
     if warm_up is not None:
         config.jitterlab_warm_up = None
@@ -273,5 +385,5 @@ def pytest_unconfigure(config):
         warm_up.report()
 
 
-if __name__ == "__main__" and sys.argv[1:] == ["--warm-numba-cache"]:
-    print(warm_numba_cache())
+if __name__ == "__main__" and sys.argv[1:2] == ["--warm-numba-cache"]:
+    print(warm_numba_cache(*_warm_up_args(sys.argv[2:])))

@@ -5,9 +5,10 @@ A JupyterLab server (this venv's ``jupyter lab``) is started on 127.0.0.1, on a 
 with a random token, over a temporary copy of the notebooks (the repository's other folders
 are linked in, so ``../data`` and ``../tests/data`` resolve; the committed notebooks are never
 written). Playwright for Python drives the system's Chromium (Debian's ``chromium``, found on
-PATH or through ``JITTERLAB_CHROMIUM``; no browser is downloaded). Each notebook is opened in
-its own page and workspace and run with Run > Run All Cells; once the kernel is idle the page
-must show
+PATH or through ``JITTERLAB_CHROMIUM``; no browser is downloaded). Each page loads JupyterLab
+once, in a workspace of its own, and runs one notebook after the other: it opens the notebook
+(the command behind File > Open), runs it with Run > Run All Cells, and once the kernel is
+idle the page must show
 
 * no error: no error output (a traceback), and no code cell left unexecuted;
 * every figure rendered: each image of an output decoded (and at least one where the notebook
@@ -16,8 +17,9 @@ must show
   bars), not "Error displaying widget"; text progress bars are plain stderr text;
 * for the explorer, a new figure after a change of its noise menu, made in the browser.
 
-Then the notebook is saved from the page (File > Save Notebook, into the temporary copy) and
-the saved copy must pass what nbval checks (``pytest --nbval-lax`` with
+Then the notebook is saved from the page (File > Save Notebook, into the temporary copy),
+photographed, and closed with its kernel shut down before the page takes the next. The saved
+copy must pass what nbval checks (``pytest --nbval-lax`` with
 ``notebooks/sanitize.cfg``, which no longer runs by default: the notebooks are not in
 ``testpaths``): no cell raised, and every ``# NBVAL_CHECK_OUTPUT`` cell's output equals the
 committed one after the sanitizers (:func:`jitterlab.notebook_outputs.output_differences`,
@@ -26,11 +28,14 @@ which follows nbval's rules and whose agreement with nbval is tested here).
 A screenshot of each notebook goes to ``reports/browser/NAME.png`` (a long one continues
 in ``NAME-2.png``, ...; ``reports/`` is not tracked), the run times to ``summary.txt``.
 ``JITTERLAB_BROWSER_PAGES`` (default 2) notebooks run at once, each in its own kernel; the
-next one's Run All starts as soon as one is idle, before that one is saved and photographed.
+next one's Run All starts as soon as one is idle, in another page, before that one is saved
+and photographed (so at most one page more than that). Loading JupyterLab once per page
+instead of once per notebook saves about 4 CPU-s of Chromium per notebook.
 Under pytest-xdist (CI: ``-n 2 --dist loadgroup``) the notebook tests are one group
-(``NOTEBOOK_GROUP``), the largest, so one worker starts it first and warms the numba cache
-before JupyterLab (``numba_warm_up`` of ``tests/conftest.py``) while the other worker takes
-the other tests. In one process the notebook tests run at the end of the session. With
+(``NOTEBOOK_GROUP``), the largest, so one worker starts it first while the other worker takes
+the other tests; the numba cache was warmed before the workers started (``tests/conftest.py``),
+so the notebooks' kernels load the kernels instead of compiling them. In one process the
+notebook tests run at the end of the session. With
 ``JITTERLAB_BROWSER_BACKGROUND=1``
 the run starts instead in a subprocess (this file run as a script) as soon as pytest has
 collected the tests (``tests/conftest.py``), beside the other tests, and the notebook tests
@@ -75,6 +80,7 @@ SAVE_TIMEOUT = 120.0  # File > Save Notebook until the file is written [s]
 PAGE_TIMEOUT_MS = 300_000  # a page opening, its kernel starting, the explorer redrawing [ms]
 SERVER_TIMEOUT = 300.0  # server start [s]; a busy shared machine took more than 60 s
 SCREENSHOT_MAX_HEIGHT = 16_000  # [px]
+VIEWPORT = {"width": 1280, "height": 900}  # a page's size while its notebook runs [px]
 # opt-in: measured on the quiet machine, CI took 787 s of pytest with it and 773 s without
 # (the notebooks' kernels and the unit tests slowed each other: 966 against 746 CPU-s; in
 # that fresh clone the notebooks' kernels, started at once, compiled numba's kernels beside
@@ -150,9 +156,9 @@ class Server:
     log: Path
     root: Path  # the folder served, with the copies of the notebooks in notebooks/
 
-    def lab_url(self, notebook: str, workspace: str) -> str:
-        return (f"{self.url}/lab/workspaces/{workspace}/tree/notebooks/{notebook}"
-                f"?reset&token={self.token}")
+    def lab_url(self, workspace: str) -> str:
+        """JupyterLab in a workspace of its own, reset to the default layout."""
+        return f"{self.url}/lab/workspaces/{workspace}?reset&token={self.token}"
 
     def stop(self) -> None:
         """Ask the server to shut down (it stops its kernels), then make sure it is gone."""
@@ -211,7 +217,9 @@ def start_server(tmp: Path, repository: Path = ROOT) -> Server:
              f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
              f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
              f"--LabApp.user_settings_dir={settings}",
-             f"--LabApp.workspaces_dir={tmp / 'workspaces'}"],
+             f"--LabApp.workspaces_dir={tmp / 'workspaces'}",
+             # window.jupyterapp: the pages open and close notebooks through its commands
+             "--LabApp.expose_app_in_browser=True"],
             cwd=root, env=env, stdout=stream, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL)
     server = Server(f"http://127.0.0.1:{port}", token, process, log, root)
@@ -285,8 +293,37 @@ class Run:
     committed: object = None  # the notebook it ran from, as committed (nbformat)
 
 
-def _open_and_run_all(page, server: Server, run: Run, workspace: str) -> None:
-    page.goto(server.lab_url(run.path.name, workspace), wait_until="domcontentloaded")
+# a notebook opened in the page's JupyterLab (File > Open as a user would, through the
+# command behind it), and closed with its kernel shut down, so that the page takes the next
+_OPEN_JS = """async (path) => {
+  const widget = await window.jupyterapp.commands.execute('docmanager:open',
+                                                          {path, factory: 'Notebook'});
+  await widget.context.ready;
+  return widget.id; }"""
+
+_CLOSE_JS = """async () => {
+  for (const widget of Array.from(window.jupyterapp.shell.widgets('main'))) {
+    if (!widget.sessionContext) continue;  // the launcher
+    try { await widget.sessionContext.shutdown(); } catch (error) { }
+    widget.context.model.dirty = false;  // the explorer's redraw: no "save changes?" dialog
+    widget.dispose();
+  } }"""
+
+
+def open_lab(browser, server: Server, workspace: str):
+    """A page with JupyterLab loaded (once per page: each load of the whole Lab app cost
+    about 4 CPU-s of Chromium), in a workspace of its own; the notebooks are opened in it
+    one after the other."""
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(server.lab_url(workspace), wait_until="domcontentloaded")
+    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands"
+                           ".hasCommand('docmanager:open')", timeout=PAGE_TIMEOUT_MS)
+    page.evaluate("async () => { await window.jupyterapp.restored; }")
+    return page
+
+
+def _open_and_run_all(page, run: Run) -> None:
+    page.evaluate(_OPEN_JS, f"notebooks/{run.path.name}")
     page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(timeout=PAGE_TIMEOUT_MS)
     # the kernel must be up before Run All, or the first cells wait in a queue unseen
     page.wait_for_function(
@@ -299,6 +336,12 @@ def _open_and_run_all(page, server: Server, run: Run, workspace: str) -> None:
     page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
     run.started = time.monotonic()
+
+
+def _close_notebook(page) -> None:
+    """The page's notebook closed, its kernel shut down, the page as it was before."""
+    page.evaluate(_CLOSE_JS)
+    page.set_viewport_size(VIEWPORT)
 
 
 def _finished(run: Run) -> bool:
@@ -430,7 +473,10 @@ def _screenshot(run: Run) -> None:
 
 
 def run_notebooks(paths, server: Server, chromium: str, pages: int) -> dict[str, Run]:
-    """Run every notebook, ``pages`` at a time, each in its own page, workspace and kernel."""
+    """Run every notebook, ``pages`` at a time, each in its own kernel. A page (one load of
+    JupyterLab) holds one notebook at a time and takes the next once that one is checked,
+    photographed and closed: ``pages + 1`` pages at most, as the next Run All starts while
+    the last notebook is still being checked."""
     from playwright.sync_api import sync_playwright
 
     waiting = [Run(path) for path in paths]
@@ -439,20 +485,23 @@ def run_notebooks(paths, server: Server, chromium: str, pages: int) -> dict[str,
         browser = playwright.chromium.launch(executable_path=chromium, headless=True)
         try:
             running: list[Run] = []
-            opened = 0
+            free: list = []  # pages whose notebook is closed
+            loaded = 0
 
             def start_waiting():
-                nonlocal opened
+                nonlocal loaded
                 while waiting and len(running) < pages:
                     run = waiting.pop(0)
-                    run.page = browser.new_page(viewport={"width": 1280, "height": 900})
-                    opened += 1
                     try:
-                        _open_and_run_all(run.page, server, run, f"w{opened}")
+                        if not free:
+                            loaded += 1
+                            free.append(open_lab(browser, server, f"w{loaded}"))
+                        run.page = free.pop()
+                        _open_and_run_all(run.page, run)
                         running.append(run)
                     except Exception as error:  # noqa: BLE001 - a failure of this notebook
                         run.problems.append(f"could not open and run it: {error}")
-                        done[run.path.name] = _close(run)
+                        done[run.path.name] = _close(run, free, False)
 
             while waiting or running:
                 start_waiting()
@@ -471,22 +520,32 @@ def run_notebooks(paths, server: Server, chromium: str, pages: int) -> dict[str,
                         # checked and photographed (its kernel is idle by now)
                         running.remove(run)
                         start_waiting()
+                        healthy = not timed_out
                         try:
                             _save(run, server)
                             _check(run)
                             _screenshot(run)
                         except Exception as error:  # noqa: BLE001
                             run.problems.append(f"checking the page failed: {error}")
-                        done[run.path.name] = _close(run)
+                            healthy = False
+                        done[run.path.name] = _close(run, free, healthy)
                 time.sleep(0.5)
         finally:
             browser.close()
     return done
 
 
-def _close(run: Run) -> Run:
+def _close(run: Run, free: list, reuse: bool) -> Run:
+    """The run's notebook closed; its page goes back to ``free`` if ``reuse`` and closing
+    worked, else the page is closed (a new one is loaded when needed)."""
     if run.page is not None:
-        run.page.close()
+        try:
+            if not reuse:
+                raise RuntimeError("a page that failed is not reused")
+            _close_notebook(run.page)
+            free.append(run.page)
+        except Exception:  # noqa: BLE001 - whatever went wrong, this page is done
+            run.page.close()
         run.page = None
     return run
 
