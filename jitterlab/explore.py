@@ -174,9 +174,10 @@ def _drawn_trace(noise: NoiseModel, work: float, events: int, seed: int) -> Trac
     return law_trace(noise, work, events, rng=seed)
 
 
-#: below this many tasks in all (the sum of the simulated N) the explorer's runs take one
-#: thread: their tree levels are too small for a second one to gain on what each parallel
-#: region costs, and a second thread waits for its CPU beside a busy process [-]
+#: below this many tasks in all (the sum of the simulated N) the explorer's runs with a
+#: barrier take one thread: their tree levels or rounds are too small for a second one to
+#: gain on what each parallel region costs, and a second thread waits for its CPU beside
+#: a busy process [-]
 ONE_THREAD_TASKS = 2**13
 
 
@@ -195,7 +196,10 @@ def _run_means(trace: Trace, work: float, sim_n: tuple, phases: int, model,
 
     Kept for the next redraw (traces compare by identity; they are read-only): a change of
     the largest N of the analytic curves replays nothing (about 60 ms per redraw, #20)."""
-    with kernel_threads(sum(sim_n), ONE_THREAD_TASKS):  # the CPUs counted once for the runs
+    # the barrier-free kernel gains from a second free CPU (88 against 125 ms on one
+    # thread, quiet); the barriers' kernels do not (70 against 94 ms for the tree)
+    size, minimum = (None, 0) if model is None else (sum(sim_n), ONE_THREAD_TASKS)
+    with kernel_threads(size, minimum):  # the CPUs counted once for the runs
         per_run = np.array([
             simulate(trace, list(sim_n), work, phases=phases, barrier=model, rng=seed)
             ["phase_time"].mean("phase").values for seed in seeds])
@@ -351,11 +355,11 @@ def explore_values(noise, n_max: int = 2**16, work: float = 1e-3, barrier: str =
         tau = math.nan
     seconds = time.perf_counter() - started
     return xr.Dataset(
-        {"max_of_n": ("n", bounds["lower"].values,
+        {"max_of_n": ("n", bounds["lower"].values.copy(),
                       {"units": "s", "long_name": "E[max_i (w + δ_i)]"}),
-         "lower": ("n", bounds["lower"].values,
+         "lower": ("n", bounds["lower"].values.copy(),
                    {"units": "s", "long_name": "Theorem 1 lower bound on E[θ]"}),
-         "upper": ("n", bounds["upper"].values,
+         "upper": ("n", bounds["upper"].values.copy(),
                    {"units": "s", "long_name": "Theorem 1 upper bound on E[θ]"}),
          "simulation": ("n", simulation,
                         {"units": "s", "long_name": "simulated mean phase time"}),

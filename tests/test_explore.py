@@ -181,6 +181,67 @@ def test_figure_shows_the_three_methods(trace):
     assert_allclose(upper[0].get_ydata(), (ds["upper"].values - ds.attrs["work"]) * 1e6)
 
 
+def test_kept_results_are_the_fresh_ones_and_stay_unchanged():
+    """A redraw reuses the bounds and runs of the same law object (#20): the numbers are
+    those of an equal law computed afresh, and changing a returned array in place does
+    not change the next result."""
+    law = jl.noise.Exponential(mean=1e-5)
+    kwargs = dict(n_max=256, simulated_n_max=64, runs=2, phases=2, events=512, rng=7)
+    first = explore_values(law, **kwargs)
+    first["simulation"].values[:] = 0.0
+    first["max_of_n"].values[:] = 0.0
+    first["upper"].values[:] = 0.0
+    again = explore_values(law, **kwargs)
+    fresh = explore_values(jl.noise.Exponential(mean=1e-5), **kwargs)
+    for name in ("max_of_n", "lower", "upper", "simulation", "simulation_se"):
+        assert_array_equal(again[name], fresh[name])
+    wider = explore_values(law, **{**kwargs, "n_max": 1024})  # the same runs, more N
+    assert_array_equal(wider["simulation"].sel(n=wider["simulated"]),
+                       fresh["simulation"].sel(n=fresh["simulated"]))
+
+
+def decoded(png: bytes) -> np.ndarray:
+    import io
+
+    from PIL import Image
+
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGBA"))
+
+
+def test_redrawn_png_is_a_new_figure_to_the_pixel(trace):
+    """The widget's PNG comes from one kept figure at 90 dpi whose renderer keeps glyphs
+    and layouts (#20); each redraw must be, pixel for pixel, what a new figure saved at
+    that resolution shows, whatever the previous redraw was."""
+    import io
+
+    from jitterlab.plotting.explorer import PNG_DPI, explorer_png, new_axes
+
+    small = {k: v for k, v in SMALL.items() if k != "events"}
+    changes = [dict(noise=jl.noise.Exponential(mean=1e-5)),
+               dict(noise=jl.noise.Exponential(mean=5e-5), n_max=2**14, work=1e-4),
+               dict(noise=jl.noise.Pareto(alpha=1.8, scale=5e-6), barrier="none"),
+               dict(noise=trace, barrier="Dissemination", latency=2e-5),
+               dict(noise=jl.noise.Exponential(mean=1e-5), n_max=64, work=1e-2)]
+    for change in changes:
+        ds = explore_values(**{**small, **change, "n_max": change.get("n_max", 1024)})
+        saved = io.BytesIO()
+        plot_explore(ds, ax=new_axes()).figure.savefig(saved, format="png", dpi=PNG_DPI)
+        assert_array_equal(decoded(explorer_png(ds)), decoded(saved.getvalue()))
+
+
+def test_png_bytes_round_trip_and_bad_input():
+    from jitterlab.plotting.explorer import png_bytes
+
+    image = np.random.default_rng(3).integers(0, 256, size=(7, 5, 4), dtype=np.uint8)
+    png = png_bytes(image, 90)
+    assert png.startswith(b"\x89PNG")
+    assert_array_equal(decoded(png), image)
+    with pytest.raises(ValueError, match="RGBA image of uint8"):
+        png_bytes(image[..., :3], 90)
+    with pytest.raises(ValueError, match="RGBA image of uint8"):
+        png_bytes(image.astype(float), 90)
+
+
 # --------------------------------------------------------------------------------------
 # the widget (ipywidgets runs without a kernel or a browser)
 # --------------------------------------------------------------------------------------
