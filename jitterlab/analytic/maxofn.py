@@ -152,8 +152,8 @@ def exact_max_mean(models: Sequence[NoiseModel], counts, closed_form: bool = Tru
     body = piecewise_quad(lambda x: one_minus_cdf_of_max(models_, counts_, x), edges,
                           scale=scale)
     # the tail in quantile space, where even a heavy tail is integrable
-    tail = quantile_tail_integral(lambda level: max_isf_of(models_, counts_, level)[0],
-                                  edges[-1], _TAIL_LEVEL, scale=scale)
+    tail = quantile_tail_integral(lambda levels: max_isf_of(models_, counts_, levels),
+                                  edges[-1], _TAIL_LEVEL, scale=scale, vectorised=True)
     return float(lower + body + tail)
 
 

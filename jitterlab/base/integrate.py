@@ -13,8 +13,6 @@ __all__ = ["quad", "piecewise_quad", "quantile_tail_integral", "max_isf_single"]
 #: Gauss-Legendre nodes and weights on [0, 1], a rule and one of twice its order
 _RULES = [((x + 1.0) / 2.0, w / 2.0) for x, w in (np.polynomial.legendre.leggauss(k)
                                                    for k in (10, 20))]
-#: with more pieces than this, fixed rules over all pieces at once come first
-_FEW_PIECES = 32
 
 
 def quad(f, a: float, b: float, *, scale: float, rtol: float = 1e-10) -> float:
@@ -35,26 +33,26 @@ def quad(f, a: float, b: float, *, scale: float, rtol: float = 1e-10) -> float:
 def piecewise_quad(f, edges, *, scale: float, rtol: float = 1e-10) -> float:
     """Σ_k ∫_{edges[k]}^{edges[k+1]} f, for f smooth inside each piece. [s]
 
-    ``f`` takes and returns arrays. With many pieces (the support points of a
-    measured law mixed with continuous laws), every piece is first integrated at
-    once by Gauss-Legendre rules of 10 and 20 points; a piece whose two results
-    differ by more than its share of ``rtol·scale`` goes to :func:`quad`.
+    ``f`` takes and returns arrays. Every piece is first integrated at once by
+    Gauss-Legendre rules of 10 and 20 points (one call of ``f`` each: many pieces are
+    the support points of a measured law mixed with continuous laws; a few are the
+    stretches between quantiles of a maximum, each a scalar call of a costly ``f`` under
+    QUADPACK); a piece whose two results differ by more than its share of
+    ``rtol·scale`` goes to :func:`quad`.
     """
     edges = np.asarray(edges, dtype=float)
     lo, hi = edges[:-1], edges[1:]
-    if lo.size <= _FEW_PIECES:
-        return sum(quad(lambda x: float(f(x)), a, b, scale=scale)
-                   for a, b in zip(lo, hi, strict=True))
     width = hi - lo
     coarse, fine = (width * (f(lo[:, None] + width[:, None] * x) @ w) for x, w in _RULES)
     share = rtol * scale * width / max(edges[-1] - edges[0], 1e-300)
     redo = np.flatnonzero(~(np.abs(fine - coarse) <= share))
     for k in redo:
-        fine[k] = quad(lambda x: float(f(x)), lo[k], hi[k], scale=scale)
+        fine[k] = quad(lambda x: float(f(x)), lo[k], hi[k], scale=scale, rtol=rtol)
     return float(fine.sum())
 
 
-def quantile_tail_integral(max_isf, x0: float, s0: float, *, scale: float) -> float:
+def quantile_tail_integral(max_isf, x0: float, s0: float, *, scale: float,
+                           vectorised: bool = False, rtol: float = 1e-10) -> float:
     """∫_{x0}^∞ (1 − G(x)) dx = ∫_0^{s0} (G⁻¹(1 − s) − x0) ds, with s0 = 1 − G(x0).
 
     In quantile space even a heavy tail becomes an integrable endpoint singularity
@@ -65,18 +63,40 @@ def quantile_tail_integral(max_isf, x0: float, s0: float, *, scale: float) -> fl
     target relative to the tail piece alone would ask for digits the inverse CDF of
     a law computed by quadrature (a :class:`~jitterlab.noise.Sum`) cannot give far
     out in its tail, and QUADPACK would report round-off for nothing.
+
+    With ``vectorised``, ``max_isf`` takes and returns arrays. The pieces beyond the
+    first then span decades of s, over which the integrand in t = log s,
+    (G⁻¹(1 − e^t) − x0)·e^t, is smooth: Gauss-Legendre rules of 10 and 20 points take
+    all their nodes in one call of ``max_isf``, and only a piece where the two differ
+    by more than the target goes to QUADPACK. The first piece, with the singularity,
+    always does.
     """
     if s0 <= 0:
         return 0.0
 
     def excess(s):
-        return float(max_isf(s)) - x0
+        level = np.array([s]) if vectorised else s
+        return float(np.ravel(max_isf(level))[0]) - x0
 
     points = [p for p in (1e-15, 1e-12, 1e-9, 1e-6, 1e-3) if p < s0]
     edges = [0.0, *points, s0]
     scale = max(abs(scale), abs(x0) * s0, 1e-300)
-    return sum(quad(excess, lo, hi, scale=scale) for lo, hi in zip(edges[:-1], edges[1:],
-                                                                   strict=True))
+    if not vectorised or len(edges) < 3:
+        return sum(quad(excess, lo, hi, scale=scale, rtol=rtol)
+                   for lo, hi in zip(edges[:-1], edges[1:], strict=True))
+    log_edges = np.log(edges[1:])
+    lo, width = log_edges[:-1], np.diff(log_edges)
+    nodes = [lo[:, None] + width[:, None] * x for x, _ in _RULES]
+    levels = np.exp(np.concatenate([t.ravel() for t in nodes]))
+    values = (np.asarray(max_isf(levels), dtype=float) - x0) * levels
+    coarse_values, fine_values = np.split(values, [nodes[0].size])
+    coarse, fine = (width * (v.reshape(t.shape) @ w)
+                    for v, t, (_, w) in zip((coarse_values, fine_values), nodes, _RULES,
+                                            strict=True))
+    redo = np.flatnonzero(~(np.abs(fine - coarse) <= rtol * np.maximum(scale, np.abs(fine))))
+    for k in redo:
+        fine[k] = quad(excess, edges[k + 1], edges[k + 2], scale=scale, rtol=rtol)
+    return quad(excess, 0.0, edges[1], scale=scale, rtol=rtol) + float(fine.sum())
 
 
 def max_isf_single(model, count: int):

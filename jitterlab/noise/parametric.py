@@ -19,27 +19,25 @@ __all__ = ["Exponential", "Pareto", "Uniform"]
 
 
 class _ScipyModel(NoiseModel):
-    """A noise model backed by a frozen :mod:`scipy.stats` distribution."""
+    """A noise model drawn by a frozen :mod:`scipy.stats` distribution.
+
+    Each law evaluates its distribution functions with scipy's own formulas in numpy:
+    the same values without the cost of a frozen-distribution call (about 0.1 ms),
+    which the convolution of a :class:`~jitterlab.noise.Sum` makes tens of thousands
+    of times.
+    """
 
     _frozen: stats.rv_continuous
-
-    def cdf(self, x):
-        return self._frozen.cdf(np.asarray(x, dtype=float))
-
-    def sf(self, x):
-        return self._frozen.sf(np.asarray(x, dtype=float))
-
-    def ppf(self, q):
-        return self._frozen.ppf(check_probability("q", q))
-
-    def isf(self, q):
-        return self._frozen.isf(check_probability("q", q))
 
     def mean(self) -> float:
         return float(self._frozen.mean())
 
     def _draw(self, size, gen):
         return self._frozen.rvs(size=size, random_state=gen)
+
+
+def _as_times(x) -> np.ndarray:
+    return np.asarray(x, dtype=float)
 
 
 class Exponential(_ScipyModel):
@@ -59,6 +57,23 @@ class Exponential(_ScipyModel):
     def __init__(self, mean: float):
         self._mean = check_positive("mean", mean)
         self._frozen = stats.expon(scale=self._mean)
+
+    def mean(self) -> float:
+        return self._mean
+
+    def cdf(self, x):
+        return -special.expm1(-np.maximum(_as_times(x), 0.0) / self._mean)
+
+    def sf(self, x):
+        return np.exp(-np.maximum(_as_times(x), 0.0) / self._mean)
+
+    def ppf(self, q):
+        with np.errstate(divide="ignore"):
+            return -special.log1p(-check_probability("q", q)) * self._mean + 0.0
+
+    def isf(self, q):
+        with np.errstate(divide="ignore"):
+            return -np.log(check_probability("q", q)) * self._mean + 0.0
 
     @property
     def params(self) -> dict:
@@ -90,6 +105,20 @@ class Pareto(_ScipyModel):
         self.scale = check_positive("scale", scale)
         self._frozen = stats.pareto(b=self.alpha, scale=self.scale)
         self.lower = self.scale
+
+    def cdf(self, x):
+        return 1.0 - self.sf(x)
+
+    def sf(self, x):
+        return np.power(np.maximum(_as_times(x) / self.scale, 1.0), -self.alpha)
+
+    def ppf(self, q):
+        with np.errstate(divide="ignore"):
+            return np.power(1.0 - check_probability("q", q), -1.0 / self.alpha) * self.scale
+
+    def isf(self, q):
+        with np.errstate(divide="ignore"):
+            return np.power(check_probability("q", q), -1.0 / self.alpha) * self.scale
 
     @property
     def params(self) -> dict:
@@ -125,6 +154,21 @@ class Uniform(_ScipyModel):
             raise ValueError(f"high must exceed low, got low={self.low}, high={self.high}")
         self._frozen = stats.uniform(loc=self.low, scale=self.high - self.low)
         self.lower, self.upper = self.low, self.high
+
+    def mean(self) -> float:
+        return 0.5 * (self.high - self.low) + self.low
+
+    def cdf(self, x):
+        return np.clip((_as_times(x) - self.low) / (self.high - self.low), 0.0, 1.0)
+
+    def sf(self, x):
+        return 1.0 - self.cdf(x)
+
+    def ppf(self, q):
+        return check_probability("q", q) * (self.high - self.low) + self.low
+
+    def isf(self, q):
+        return (1.0 - check_probability("q", q)) * (self.high - self.low) + self.low
 
     @property
     def params(self) -> dict:
