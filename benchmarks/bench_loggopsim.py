@@ -203,14 +203,16 @@ def main(argv=None) -> None:
     print(f"    jl.simulate, first call: {times[0]:8.4f} s (compiled kernels loaded, "
           f"noiseless reference computed)")
     print(f"    jl.simulate, noise:      {jitterlab_seconds:8.4f} s (best of {repeat}, "
-          f"{threads} threads), totals of all calls [ms] "
+          f"median {np.median(times[1:]):.4f} s, {threads} threads), totals of all calls [ms] "
           f"{np.round(np.array(totals) * 1e3, 4).tolist()}")
     same = np.array_equal(single_phase_times, phase_times[1:])
-    print(f"    jl.simulate, 1 thread:   {min(single_times):8.4f} s (best of {repeat}); same "
+    print(f"    jl.simulate, 1 thread:   {min(single_times):8.4f} s (best of {repeat}, median "
+          f"{np.median(single_times):.4f} s); same "
           f"phase times as with {threads} threads: {same}")
     same_busy = np.array_equal(busy_phase_times, phase_times[1:])
     print(f"    jl.simulate, beside one busy process: {min(busy_times):8.4f} s (best of "
-          f"{repeat}, threads as jitterlab chooses them); same phase times: {same_busy}")
+          f"{repeat}, median {np.median(busy_times):.4f} s, threads as jitterlab chooses them); "
+          f"same phase times: {same_busy}")
     print(f"    no noise: total {jitterlab_quiet * 1e9:.3f} ns")
 
     same_quiet = abs(jitterlab_quiet - loggopsim_quiet * 1e-9) <= 0.5e-9
@@ -223,7 +225,10 @@ def main(argv=None) -> None:
           f"{loggopsim_seconds / jitterlab_seconds:7.1f} x (goal >= 100 x); first call: "
           f"{loggopsim_seconds / times[0]:.1f} x; 1 thread: "
           f"{loggopsim_seconds / min(single_times):.1f} x; beside one busy process: "
-          f"{loggopsim_seconds / min(busy_times):.1f} x (goal >= 100 x)")
+          f"{loggopsim_seconds / min(busy_times):.1f} x (goal >= 100 x); medians: "
+          f"{loggopsim_seconds / np.median(times[1:]):.1f} x, 1 thread "
+          f"{loggopsim_seconds / np.median(single_times):.1f} x, beside one busy process "
+          f"{loggopsim_seconds / np.median(busy_times):.1f} x")
     print(f"ratio LogGOPSim (txt2bin + simulation) / jitterlab: "
           f"{(convert_seconds + loggopsim_seconds) / jitterlab_seconds:7.1f} x")
     if not same_quiet or not 0.5 <= magnitude <= 2.0:

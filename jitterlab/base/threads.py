@@ -65,16 +65,20 @@ def free_cpus() -> int | None:
     """
     try:
         cpus = len(os.sched_getaffinity(0))
-        others = cpus
+        fewest = None  # the fewest runnable tasks of the machine seen
+        own = _running_here()  # before and after the reads: a thread of ours may stop
         for sample in range(2 * _SAMPLES):  # a task seen for an instant is no busy process
             if sample == _SAMPLES:
+                own = max(own, _running_here())
+                if fewest <= own:
+                    break
                 time.sleep(_SECOND_LOOK)
-            own = _running_here()  # before and after: a thread of ours may stop meanwhile
             running = int(_LOADAVG.read_text().split()[3].split("/")[0])
-            own = max(own, _running_here())
-            others = min(others, max(running - own, 0))
-            if others == 0:
+            fewest = running if fewest is None else min(fewest, running)
+            if fewest <= own:  # no other task: nothing to look at again
                 break
+        own = max(own, _running_here())
+        others = min(cpus, max(fewest - own, 0))
     except (OSError, ValueError, IndexError, AttributeError):
         return None
     return max(cpus - others, 0)

@@ -15,8 +15,8 @@ from .trace_walk import (
     PREFETCH_AHEAD,
     START,
     advance_across_gaps,
-    advance_at,
-    advance_in_gap,
+    advance_called,
+    advance_short,
     one_thread_copy,
     prefetch_row,
     row_value,
@@ -210,8 +210,8 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
                         span[slot] = h - hint[slot]
                         hint[slot] = h
                     else:
-                        finish, row, h = advance_at(address, n_rows, start + end[slot], work,
-                                                     hint[slot], hint[slot] + span[slot])
+                        finish, row, h = advance_called(address, n_rows, start + end[slot],
+                                                        work, hint[slot], hint[slot] + span[slot])
                         span[slot] = max(h - row, 0)
                         hint[slot] = h
                     now[slot] = finish - start
@@ -239,12 +239,8 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
                             pick = sender[(slot - first) * fanout + k]
                             start = origin[slot]
                             begin = now[slot] if now[slot] > best else best
-                            finish, ok = advance_in_gap(address, start + begin, recv,
-                                                         hint[slot], period, recv_tie)
-                            if not ok:
-                                finish, _, h = advance_at(address, n_rows, start + begin,
-                                                           recv, hint[slot], hint[slot])
-                                hint[slot] = h
+                            finish, hint[slot] = advance_short(address, n_rows, start + begin, recv,
+                                                               hint[slot], period, recv_tie)
                             now[slot] = finish - start
                             if keep_ops:
                                 ops_out[phase, task_of[slot], 1 + pick] = now[slot]
@@ -252,12 +248,8 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
                     task = task_of[slot]
                     if task > 0:
                         start = origin[slot]
-                        finish, ok = advance_in_gap(address, start + now[slot], send,
-                                                     hint[slot], period, send_tie)
-                        if not ok:
-                            finish, _, h = advance_at(address, n_rows, start + now[slot],
-                                                       send, hint[slot], hint[slot])
-                            hint[slot] = h
+                        finish, hint[slot] = advance_short(address, n_rows, start + now[slot], send,
+                                                           hint[slot], period, send_tie)
                         now[slot] = finish - start
                         hop = latency  # one wire latency unless the nodes count
                         if node_size > 0:
@@ -285,12 +277,8 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
                                                intra_latency, node_size)
                         arrival = end[slot] + hop
                         begin = now[slot] if now[slot] > arrival else arrival
-                        finish, ok = advance_in_gap(address, start + begin, recv,
-                                                     hint[slot], period, recv_tie)
-                        if not ok:
-                            finish, _, h = advance_at(address, n_rows, start + begin, recv,
-                                                       hint[slot], hint[slot])
-                            hint[slot] = h
+                        finish, hint[slot] = advance_short(address, n_rows, start + begin, recv,
+                                                           hint[slot], period, recv_tie)
                         now[slot] = finish - start
                         if keep_ops:
                             ops_out[phase, task, 2 + fanout] = now[slot]
@@ -298,12 +286,9 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
                     for slot in range(first, last):
                         if q < children[slot]:
                             start = origin[slot]
-                            finish, ok = advance_in_gap(address, start + now[slot],
-                                                         send, hint[slot], period, send_tie)
-                            if not ok:
-                                finish, _, h = advance_at(address, n_rows, start + now[slot],
-                                                           send, hint[slot], hint[slot])
-                                hint[slot] = h
+                            finish, hint[slot] = advance_short(address, n_rows,
+                                                               start + now[slot], send,
+                                                               hint[slot], period, send_tie)
                             now[slot] = finish - start
                             end[child_slot[slot * fanout + q]] = now[slot]  # parent's send
                             if keep_ops:
