@@ -26,12 +26,25 @@ Prints, from one run on this machine (issue #9, "Speed and scale"):
 Targets: >= 10 M rank-blocks/s trace-driven at 32 768 ranks; memory O(ranks), not
 O(ranks × blocks): the 100-block peak about the 10-block peak.
 Run: ``python benchmarks/bench_wavefront.py [--quick]``.
+
+``--loggopsim DIR`` (the folder of LogGOPSim's ``LogGOPSim`` and ``txt2bin`` binaries, built
+outside the project as in ``tests/data/goal/PROVENANCE.md``) prints instead only the
+comparison of issue #23 on the held-out grids 16 × 32 and 64 × 64 (10 blocks of 100 µs,
+the four sweeps, 2 iterations, L = 5 µs, o = 1 µs, no noise): the wall time of LogGOPSim's
+run (``LogGOPSim -f s.bin -b``, the process, its reading of the binary schedule included;
+the GOAL text and ``txt2bin`` are made once in ``--workdir``, not timed), of
+``wavefront_simulate(progress="on_arrival")`` (the dedicated kernel) and of the same
+schedule on the schedule engine (``programs.wavefront`` + ``simulate_schedule``, and the
+engine alone), best of ``--repeat``, their ratios, and whether the three totals are equal.
+``--busy`` runs one busy loop (``python3 -c "while True: pass"``, normal priority) beside
+the timed calls and stops it after. Timing-sensitive: run it under the measurement lock.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import re
 import subprocess
 import sys
 import time
@@ -131,13 +144,78 @@ def reference_rate(trace, px: int, py: int, blocks: int, seed: int):
     return rank_blocks(wf) / seconds, abs(ours - expected) / expected
 
 
+#: the held-out grids of issue #23's on-arrival goal (px, py)
+HELD_OUT_GRIDS = ((16, 32), (64, 64))
+FINISH = re.compile(r"Maximum finishing time at host \d+: (\d+)")
+
+
+def loggopsim_comparison(folder: Path, workdir: Path, repeat: int) -> None:
+    """The on-arrival wavefront against LogGOPSim on :data:`HELD_OUT_GRIDS` (printed)."""
+    from jitterlab.schedules import programs
+
+    params = jl.LogGOPS(L=MESSAGE.latency, o=MESSAGE.send, g=0.0, G=0.0)
+    jl.apps.wavefront_simulate(workload(4, 4, 2), progress="on_arrival")  # load the kernels
+    jl.simulate_schedule(programs.wavefront(4, 4, 2, WORK), params)
+    workdir.mkdir(parents=True, exist_ok=True)
+    print(f"load before: {Path('/proc/loadavg').read_text().strip()}")
+    for px, py in HELD_OUT_GRIDS:
+        wf = workload(px, py, blocks=10, iterations=2)
+        build = lambda wf=wf: programs.wavefront(  # noqa: E731
+            wf.px, wf.py, wf.blocks, WORK, wf.iterations)
+        schedule = build()
+        binary = workdir / f"wavefront_{px}x{py}.bin"
+        if not binary.exists():
+            goal = binary.with_suffix(".goal")
+            schedule.to_goal(goal, overwrite=True)
+            subprocess.run([str(folder / "txt2bin"), "-i", str(goal), "-o", str(binary)],
+                           check=True, stdout=subprocess.DEVNULL)
+        command = [str(folder / "LogGOPSim"), "-f", str(binary), "-b",
+                   *params.loggopsim_arguments()]
+        outputs = []
+        theirs = best_of(lambda command=command, outputs=outputs: outputs.append(subprocess.run(
+            command, check=True, capture_output=True, text=True).stdout), repeat)
+        theirs_ns = int(FINISH.search(outputs[-1]).group(1))
+        kernel = best_of(lambda wf=wf: jl.apps.wavefront_simulate(wf, progress="on_arrival"),
+                         repeat)
+        kernel_ns = round(float(jl.apps.wavefront_simulate(
+            wf, progress="on_arrival")["total_time"][0]) * 1e9)
+        engine = best_of(lambda schedule=schedule: jl.simulate_schedule(schedule, params),
+                         repeat)
+        built = best_of(build, 1)
+        engine_ns = round(float(jl.simulate_schedule(schedule, params)["makespan"][0]) * 1e9)
+        same = "equal" if theirs_ns == kernel_ns == engine_ns else "DIFFERENT"
+        print(f"{px} × {py} ranks, {schedule.n_operations} operations, best of {repeat}; "
+              f"totals {theirs_ns} / {kernel_ns} / {engine_ns} ns ({same})")
+        print(f"  LogGOPSim {theirs:8.3f} s")
+        print(f"  on_arrival kernel {kernel:8.3f} s   {theirs / kernel:6.2f} x LogGOPSim")
+        print(f"  engine {built + engine:8.3f} s (schedule {built:.3f} s + run {engine:.3f} s)  "
+              f"{theirs / (built + engine):6.2f} x LogGOPSim (run alone {theirs / engine:.2f} x)")
+    print(f"load after: {Path('/proc/loadavg').read_text().strip()}")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes (for CI)")
     parser.add_argument("--memory", help=argparse.SUPPRESS)  # one measurement, see below
+    parser.add_argument("--loggopsim", type=Path,
+                        help="folder of LogGOPSim and txt2bin: only the on-arrival comparison")
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/jitterlab-bench-wavefront"))
+    parser.add_argument("--repeat", type=int, default=3, help="timed calls (best kept)")
+    parser.add_argument("--busy", action="store_true",
+                        help="one busy loop beside the --loggopsim comparison")
     args = parser.parse_args(argv)
     if args.memory:
         memory_child(args.memory)
+        return
+    if args.loggopsim:
+        busy = (subprocess.Popen(["python3", "-c", "while True: pass"]) if args.busy
+                else None)
+        try:
+            loggopsim_comparison(args.loggopsim, args.workdir, args.repeat)
+        finally:
+            if busy is not None:
+                busy.kill()
+                busy.wait()
         return
     repeats = 2 if args.quick else 3
     trace = load_trace()

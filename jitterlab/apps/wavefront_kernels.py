@@ -221,65 +221,61 @@ def pipeline_pieces(px, py, corners, blocks, iterations, work, send, recv, wire_
 # as soon as it is free after the message arrives (LogGOPSim's rule), not when the
 # program reaches the receive. Events are ordered by time, then by creation (a retried
 # event keeps its place), as in LogGOPSim built with strict ordering.
+#
+# An event is (time, stamp, what): ``what`` = rank·8 + kind·4 + slot (kind 0: the rank's
+# current operation, 1: a message into face ``slot``), so it needs no record of its own.
+# The queue is a binary heap of the three, side by side (the comparisons read no other
+# array); its operations are inlined in numba's IR (a call passing arrays would pay
+# reference counting on every event).
 
-_OP, _MSG = 0, 1
+_MSG_BIT = 4
 
 
 @numba.njit(cache=True, inline="always")
-def _heap_less(times, stamps, a, b):
-    return times[a] < times[b] or (times[a] == times[b] and stamps[a] < stamps[b])
-
-
-@numba.njit(cache=True)
-def _heap_push(heap, size, times, stamps, record):
-    heap[size] = record
+def _heap_push(heap_t, heap_s, heap_w, size, t, s, w):
+    """Put (t, s, w) into the heap of ``size`` entries (room checked by the caller)."""
     child = size
     while child > 0:
-        parent = (child - 1) // 2
-        if _heap_less(times, stamps, heap[child], heap[parent]):
-            heap[child], heap[parent] = heap[parent], heap[child]
+        parent = (child - 1) >> 1
+        pt = heap_t[parent]
+        if t < pt or (t == pt and s < heap_s[parent]):
+            heap_t[child], heap_s[child], heap_w[child] = pt, heap_s[parent], heap_w[parent]
             child = parent
         else:
             break
+    heap_t[child], heap_s[child], heap_w[child] = t, s, w
     return size + 1
 
 
-@numba.njit(cache=True)
-def _heap_pop(heap, size, times, stamps):
-    top = heap[0]
+@numba.njit(cache=True, inline="always")
+def _heap_pop(heap_t, heap_s, heap_w, size):
+    """Remove the least entry (read it from index 0 first); returns the new size."""
     size -= 1
-    heap[0] = heap[size]
+    t, s, w = heap_t[size], heap_s[size], heap_w[size]
     parent = 0
     while True:
-        left = 2 * parent + 1
-        if left >= size:
+        child = 2 * parent + 1
+        if child >= size:
             break
-        child = left
-        if left + 1 < size and _heap_less(times, stamps, heap[left + 1], heap[left]):
-            child = left + 1
-        if _heap_less(times, stamps, heap[child], heap[parent]):
-            heap[child], heap[parent] = heap[parent], heap[child]
+        right = child + 1
+        if right < size and (heap_t[right] < heap_t[child] or (
+                heap_t[right] == heap_t[child] and heap_s[right] < heap_s[child])):
+            child = right
+        ct = heap_t[child]
+        if ct < t or (ct == t and heap_s[child] < s):
+            heap_t[parent], heap_s[parent], heap_w[parent] = ct, heap_s[child], heap_w[child]
             parent = child
         else:
             break
-    return top, size
+    heap_t[parent], heap_s[parent], heap_w[parent] = t, s, w
+    return size
 
 
 @numba.njit(cache=True)
 def _doubled(array):
-    bigger = np.zeros(2 * array.size, dtype=array.dtype)
+    bigger = np.empty(2 * array.size, dtype=array.dtype)
     bigger[:array.size] = array
     return bigger
-
-
-@numba.njit(cache=True)
-def _grow(times, stamps, kinds, ranks, slots, heap):
-    """Twice the event records, the new half free (called when all are in use)."""
-    old = times.size
-    free = np.zeros(2 * old, dtype=np.int64)
-    free[:old] = np.arange(2 * old - 1, old - 1, -1)
-    return (_doubled(times), _doubled(stamps), _doubled(kinds), _doubled(ranks),
-            _doubled(slots), _doubled(heap), free, old)
 
 
 @numba.njit(cache=True, inline="always")
@@ -312,73 +308,70 @@ def run_on_arrival(px, py, corners, blocks, iterations, work, send, recv, wire_x
     Times and costs are integers, in units of 1/``scale`` s (the trace stays in
     seconds; a finish on it is rounded to the unit), so that simultaneous events are
     exactly simultaneous, as in LogGOPSim's integer nanoseconds. Fills
-    ``finish[rank]`` and ``iteration_end[it]`` [1/scale s].
+    ``finish[rank]`` and ``iteration_end[it]`` [1/scale s]. Returns the events handled.
     """
     n_ranks = px * py
     n_sweeps = corners.shape[0]
     per_iteration = n_sweeps * blocks
     n_passes = iterations * per_iteration
-    capacity = 8 * n_ranks + 8  # one pending operation per rank, in-flight messages
-    heap = np.zeros(capacity, dtype=np.int64)
-    free = np.arange(capacity - 1, -1, -1)  # stack of unused event records
-    n_free = capacity
-    times = np.zeros(capacity, dtype=np.int64)
-    stamps = np.zeros(capacity, dtype=np.int64)
-    kinds = np.zeros(capacity, dtype=np.int64)
-    ranks = np.zeros(capacity, dtype=np.int64)
-    slots = np.zeros(capacity, dtype=np.int64)
+    capacity = 4 * n_ranks + 8  # one pending operation per rank, in-flight messages
+    heap_t = np.empty(capacity, dtype=np.int64)
+    heap_s = np.empty(capacity, dtype=np.int64)
+    heap_w = np.empty(capacity, dtype=np.int64)
     cpu_free = np.zeros(n_ranks, dtype=np.int64)
     pass_of = np.zeros(n_ranks, dtype=np.int64)
     step_of = np.zeros(n_ranks, dtype=np.int64)
     waiting = np.full(n_ranks, -1, dtype=np.int64)     # neighbour slot of a posted receive
-    arrived = np.zeros((n_ranks, 4), dtype=np.int64)   # messages the CPU has taken, by slot
-    consumed = np.zeros((n_ranks, 4), dtype=np.int64)  # of those, matched by a receive
+    unmatched = np.zeros(4 * n_ranks, dtype=np.int64)  # messages taken, not yet received
     pass_end = np.zeros(n_passes, dtype=np.int64)
-    state = np.zeros((n_ranks, 8))
-    state[:, NEXT] = -np.inf
+    state = np.zeros((n_ranks if mode == 1 else 0, 8))
+    if mode == 1:
+        state[:, NEXT] = -np.inf
     stamp = 0
     size = 0
+    events = 0
     for rank in range(n_ranks):
         i, j = rank % px, rank // px
         step = 0
         while not _step_exists(step, i, j, px, py, corners[0, 0], corners[0, 1]):
             step += 1
         step_of[rank] = step
-        n_free -= 1
-        record = free[n_free]
-        times[record], stamps[record], kinds[record], ranks[record] = 0, stamp, _OP, rank
+        size = _heap_push(heap_t, heap_s, heap_w, size, 0, stamp, rank << 3)
         stamp += 1
-        size = _heap_push(heap, size, times, stamps, record)
     while size > 0:
-        record, size = _heap_pop(heap, size, times, stamps)
-        t, kind, rank, slot = times[record], kinds[record], ranks[record], slots[record]
+        t, own_stamp, what = heap_t[0], heap_s[0], heap_w[0]
+        size = _heap_pop(heap_t, heap_s, heap_w, size)
+        events += 1
+        rank = what >> 3
         g = pass_of[rank]
         sweep = (g // blocks) % n_sweeps
         dx, dy = corners[sweep, 0], corners[sweep, 1]
-        i, j = rank % px, rank // px
         ready = False  # the rank's current operation completed
-        retry = False  # the CPU is busy: the event waits until it is free
-        if kind == _MSG:
-            if cpu_free[rank] <= t:
-                cpu_free[rank] = _cpu(mode, state, rank, t, recv, table, offsets, scale)
-                arrived[rank, slot] += 1
-                if waiting[rank] == slot:
-                    waiting[rank] = -1
-                    consumed[rank, slot] += 1
-                    ready = True
+        if what & _MSG_BIT:
+            if cpu_free[rank] > t:  # the CPU is busy: the event waits, keeping its stamp
+                size = _heap_push(heap_t, heap_s, heap_w, size, cpu_free[rank], own_stamp,
+                                  what)
+                continue
+            slot = what & 3
+            cpu_free[rank] = _cpu(mode, state, rank, t, recv, table, offsets, scale)
+            if waiting[rank] == slot:
+                waiting[rank] = -1
+                ready = True
             else:
-                retry = True
+                unmatched[4 * rank + slot] += 1
         else:
             step = step_of[rank]
             if step <= 1:  # a receive, from the x upstream then the y upstream
                 wanted = (0 if dx > 0 else 1) if step == 0 else (2 if dy > 0 else 3)
-                if arrived[rank, wanted] > consumed[rank, wanted]:
-                    consumed[rank, wanted] += 1
+                if unmatched[4 * rank + wanted] > 0:
+                    unmatched[4 * rank + wanted] -= 1
                     ready = True
                 else:
                     waiting[rank] = wanted
             elif cpu_free[rank] > t:
-                retry = True
+                size = _heap_push(heap_t, heap_s, heap_w, size, cpu_free[rank], own_stamp,
+                                  what)
+                continue
             elif step == 2:
                 cpu_free[rank] = _cpu(mode, state, rank, t, work, table, offsets, scale)
                 ready = True
@@ -388,24 +381,15 @@ def run_on_arrival(px, py, corners, blocks, iterations, work, send, recv, wire_x
                     target, target_slot, wire = rank + dx, (0 if dx > 0 else 1), wire_x
                 else:
                     target, target_slot, wire = rank + dy * px, (2 if dy > 0 else 3), wire_y
-                if n_free == 0:  # more messages in flight than records: double them
-                    times, stamps, kinds, ranks, slots, heap, free, n_free = _grow(
-                        times, stamps, kinds, ranks, slots, heap)
-                n_free -= 1
-                message = free[n_free]
-                times[message], stamps[message] = cpu_free[rank] + wire, stamp
-                kinds[message], ranks[message], slots[message] = _MSG, target, target_slot
+                if size == heap_t.size:  # more messages in flight than room: double it
+                    heap_t, heap_s, heap_w = _doubled(heap_t), _doubled(heap_s), _doubled(heap_w)
+                size = _heap_push(heap_t, heap_s, heap_w, size, cpu_free[rank] + wire, stamp,
+                                  (target << 3) | _MSG_BIT | target_slot)
                 stamp += 1
-                size = _heap_push(heap, size, times, stamps, message)
                 ready = True
-        if retry:  # same record, same stamp: it keeps its place among equal times
-            times[record] = cpu_free[rank]
-            size = _heap_push(heap, size, times, stamps, record)
-            continue
-        free[n_free] = record
-        n_free += 1
         if not ready:
             continue
+        i, j = rank % px, rank // px
         step = step_of[rank] + 1
         while True:  # the rank's next operation in program order
             if step == 5:
@@ -422,15 +406,10 @@ def run_on_arrival(px, py, corners, blocks, iterations, work, send, recv, wire_x
             step += 1
         pass_of[rank], step_of[rank] = g, step
         if g < n_passes:
-            if n_free == 0:
-                times, stamps, kinds, ranks, slots, heap, free, n_free = _grow(
-                    times, stamps, kinds, ranks, slots, heap)
-            n_free -= 1
-            record = free[n_free]
-            times[record], stamps[record], kinds[record], ranks[record] = (
-                cpu_free[rank], stamp, _OP, rank)
+            if size == heap_t.size:
+                heap_t, heap_s, heap_w = _doubled(heap_t), _doubled(heap_s), _doubled(heap_w)
+            size = _heap_push(heap_t, heap_s, heap_w, size, cpu_free[rank], stamp, rank << 3)
             stamp += 1
-            size = _heap_push(heap, size, times, stamps, record)
     for rank in range(n_ranks):
         finish[rank] = cpu_free[rank]
     for it in range(iterations):
@@ -438,3 +417,4 @@ def run_on_arrival(px, py, corners, blocks, iterations, work, send, recv, wire_x
         for g in range(it * per_iteration, (it + 1) * per_iteration):
             end = max(end, pass_end[g])
         iteration_end[it] = end
+    return events
