@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jitterlab import datasets
+from jitterlab import datasets, recipes
 from jitterlab.recipes import (
     estimate_accuracy,
     interleaved_06_07,
@@ -90,12 +90,40 @@ def helps():
     return done
 
 
+@pytest.mark.xdist_group("recipes_help")  # one worker starts the programs, not each
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_help_runs_as_a_module(helps, name):
     done = helps[name]
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"usage: python -m jitterlab.recipes.{name}")
     assert "--help" in done.stdout and done.stderr == ""
+
+
+#: what --help must not import: the numerical stack and jitterlab's engine and readers
+HEAVY = ("pandas", "scipy", "xarray", "numba", "jitterlab.datasets", "jitterlab.io",
+         "jitterlab.sim", "jitterlab.measure")
+
+
+def test_help_imports_nothing_heavy():
+    # --help answers before anything is measured or computed: the heavy imports happen in
+    # main, after the options are parsed (about 0.1 s of CPU a program instead of 1-3 s)
+    script = (
+        "import contextlib, io, runpy, sys\n"
+        f"for name in {PROGRAMS!r}:\n"
+        "    sys.argv = [name, '--help']\n"
+        "    with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+        "        runpy.run_module('jitterlab.recipes.' + name, run_name='__main__')\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_light_names_agree_with_the_datasets_module():
+    # the recipes name data/ and their command without importing jitterlab.datasets (pandas)
+    assert recipes.DATA_DIR == datasets.DATA_DIR
+    assert measurement_manifest.PROGRAM == datasets.RECORD_COMMAND
 
 
 BAD_ARGUMENTS = [

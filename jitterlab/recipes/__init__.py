@@ -27,3 +27,9 @@ runs nothing; ``docs/reproduce.md`` ("How the shipped data was made") lists them
 * :mod:`~jitterlab.recipes.make_goal_references` — LogGOPSim's results for GOAL schedules
   (``tests/data/goal/``).
 """
+
+from pathlib import Path
+
+#: the repository's ``data/`` folder (:data:`jitterlab.datasets.DATA_DIR`), named here without
+#: importing pandas, so that ``--help`` of every recipe answers at once
+DATA_DIR = Path(__file__).resolve().parent.parent.parent / "data"

@@ -36,8 +36,8 @@ from pathlib import Path
 import numpy as np
 
 import jitterlab as jl
-from jitterlab.datasets import DATA_DIR
-from jitterlab.io.chunks import append_csv_row
+
+from . import DATA_DIR
 
 #: the table this program writes
 OUT = DATA_DIR / "estimate_accuracy.csv"
@@ -47,8 +47,10 @@ RANKS = (32, 128, 512, 2048)
 PHASE_WORK = (32e-3, 320e-3)  # N·w, the work of one phase over all ranks [s]
 NOISE = {"100Hz_100us": (10e-3, 100e-6), "1kHz_25us": (1e-3, 25e-6),
          "10Hz_2.5ms": (100e-3, 2.5e-3), "measured_cpu1": None}
-TREE = jl.TreeBarrier(message=jl.Message(send=1e-6, recv=1e-6, latency=2e-6))
-BARRIERS = {"ideal": (None, 10_000), "tree": (TREE, 1_000)}
+#: the barriers: kind → (message costs of a tree barrier [s], or None: ideal; phases); the
+#: barrier itself is made when a run needs it (building it imports the simulator)
+BARRIERS = {"ideal": (None, 10_000),
+            "tree": ({"send": 1e-6, "recv": 1e-6, "latency": 2e-6}, 1_000)}
 #: columns of the table
 FIELDS = ["noise", "barrier_kind", "n", "phase_work", "work", "phases", "barrier",
           "intervals", "makespan", "noiseless_makespan", "true_cost", "estimate", "error",
@@ -118,13 +120,16 @@ def main(argv=None) -> int:
         0.
     """
     args = parse_args(argv)
+    from jitterlab.io.chunks import append_csv_row  # jitterlab.io is heavy: not for --help
+
     with np.errstate(all="ignore"):
         done = done_keys(args.output)
         for seed, name, kind, n, phase_work in grid(args.noise, args.barrier, args.phase_work,
                                                     args.ranks):
             if (name, kind, n, phase_work) in done:
                 continue
-            barrier, phases = BARRIERS[kind]
+            message, phases = BARRIERS[kind]
+            barrier = None if message is None else jl.TreeBarrier(message=jl.Message(**message))
             phases = phases if args.phases is None else args.phases
             began = time.perf_counter()
             result = jl.estimate.against_simulation(noise_trace(name), n, phase_work / n, phases,

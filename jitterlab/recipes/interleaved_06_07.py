@@ -48,8 +48,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from jitterlab.datasets import DATA_DIR
-
+from . import DATA_DIR
 from .run_ross_phold import append_row, busy_cpu_seconds, children_cpu_seconds
 
 #: the project's virtual environment, whose ``jitterlab`` and ``mpiexec`` the runs use

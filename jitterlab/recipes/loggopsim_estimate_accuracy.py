@@ -46,7 +46,8 @@ import time
 from pathlib import Path
 
 import jitterlab as jl
-from jitterlab.datasets import DATA_DIR
+
+from . import DATA_DIR
 
 #: the table this program writes, and the noise trace ``devref``
 OUT = DATA_DIR / "loggopsim_estimate_accuracy.csv"

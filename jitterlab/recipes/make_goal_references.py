@@ -63,7 +63,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from jitterlab.datasets import DATA_DIR
+from . import DATA_DIR
 
 #: the folder this program writes, the test data beside ``data/``
 TESTS_DATA = DATA_DIR.parent / "tests" / "data"

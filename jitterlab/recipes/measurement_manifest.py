@@ -20,13 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from jitterlab.datasets import RECORD_COMMAND
-
 from .measurement_files import plain
 from .measurement_plan import BSP_SETUPS, KINDS, VARIANTS
 
 #: the command of this program (``data/record_measurements.py`` until 2026-11-26)
-PROGRAM = RECORD_COMMAND
+PROGRAM = f"python -m {__package__}.record_measurements"
 #: the line of PROVENANCE.md that says where the programs named in it live now
 MOVED = ("The recording programs `data/NAME.py` live in `jitterlab/recipes/` since "
          "2026-11-26: `python -m jitterlab.recipes.NAME` (same options); the commands "

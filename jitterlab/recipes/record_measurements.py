@@ -125,8 +125,7 @@ import sys
 import time
 from pathlib import Path
 
-from jitterlab.datasets import DATA_DIR, sha256
-
+from . import DATA_DIR
 from .measurement_files import DESCRIBE, machine_of, plain
 from .measurement_manifest import (
     MANIFEST,
@@ -336,6 +335,7 @@ def main(argv=None) -> int:
     output.mkdir(parents=True, exist_ok=True)
     recorded_with = recorded_command(sys.argv[1:] if argv is None else argv)
     import jitterlab as jl
+    from jitterlab.datasets import sha256  # pandas: not for --help
 
     manifest = read_manifest(output)
     host = platform.node()

@@ -68,8 +68,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import jitterlab as jl
-from jitterlab.datasets import DATA_DIR
-from jitterlab.io.chunks import append_csv_row
+
+from . import DATA_DIR
 
 #: the busy loop that injects the noise (C source, compiled by :func:`build_dutyhog`)
 DUTYHOG_SOURCE = DATA_DIR / "dutyhog.c"
@@ -318,6 +318,8 @@ def read_done(path: Path) -> list[dict]:
 def append_row(path: Path, row: dict, columns=COLUMNS) -> None:
     """Append ``row`` to the CSV ``path`` (header ``columns`` first if the file is new) and
     sync it."""
+    from jitterlab.io.chunks import append_csv_row  # jitterlab.io is heavy: not for --help
+
     append_csv_row(path, row, columns)
 
 
