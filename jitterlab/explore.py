@@ -181,6 +181,13 @@ def _drawn_trace(noise: NoiseModel, work: float, events: int, seed: int) -> Trac
 ONE_THREAD_TASKS = 2**13
 
 
+@functools.lru_cache(maxsize=2)
+def _trace_law(trace: Trace, work: float) -> NoiseModel:
+    """The law of δ met by work w on ``trace`` (:func:`jitterlab.noise.from_trace`), one
+    object per trace object and work, so that the bounds of the next redraw are kept too."""
+    return from_trace(trace, work)
+
+
 @functools.lru_cache(maxsize=4)
 def _bounds(law: NoiseModel, work: float, grid: tuple, model):
     """Theorem 1's bounds (and max-of-N, the lower one) of one law object at one work and
@@ -326,11 +333,11 @@ def explore_values(noise, n_max: int = 2**16, work: float = 1e-3, barrier: str =
     seeds = np.random.SeedSequence(int(rng)).generate_state(runs + 1, dtype=np.uint64)
     seeds = [int(s) & (2**63 - 1) for s in seeds]
     if isinstance(noise, Trace):
-        trace, law = noise, from_trace(noise, work)
+        trace, law = noise, _trace_law(noise, work)
         simulated_trace = "the trace itself"
     elif isinstance(noise, Periodic):  # replayed as its source, at this work
-        trace = law_trace(noise, work)
-        law = from_trace(trace, work)
+        trace = _drawn_trace(noise, work, events, seeds[0])  # one row: no draws
+        law = _trace_law(trace, work)
         simulated_trace = "its source, one detour every period"
     else:
         trace, law = _drawn_trace(noise, work, events, seeds[0]), noise
