@@ -4,7 +4,11 @@ Workloads (noiseless, LogGOPSim's default parameters L=2500, o=1500, g=1000, G=6
 S=65535 B):
 
 * ``allreduce_recursive_doubling(65536, 8 B × 65536)``: 65 536 ranks, 4.26 M operations;
-* ``allreduce_ring(512, 8 B × 512)``: 512 ranks, 1.05 M operations.
+* ``allreduce_ring(512, 8 B × 512)``: 512 ranks, 1.05 M operations;
+* ``alltoall_linear(256, 8 B, compute=2 µs)`` (only with ``--only alltoall_compute_256``):
+  196 K operations whose messages queue for busy CPUs; in LogGOPSim every CPU grant sends
+  the waiting events around the queue again (41.6 M events), jitterlab parks them per host
+  (:mod:`jitterlab.sim.schedules.parking`; same count of events).
 
 The schedules come from :mod:`jitterlab.sim.schedules.generators` (equal to Schedgen2's); their
 GOAL text and LogGOPSim's binary form (``txt2bin``) are made once in ``--workdir`` and not
@@ -45,7 +49,10 @@ FINISH = re.compile(r"Maximum finishing time at host \d+: (\d+)")
 WORKLOADS = {
     "recdoub_65536": lambda: generators.allreduce_recursive_doubling(65536, 8 * 65536),
     "ring_512": lambda: generators.allreduce_ring(512, 8 * 512),
+    "alltoall_compute_256": lambda: generators.alltoall_linear(256, 8, compute=2e-6),
 }
+#: run by default (the others with --only)
+DEFAULT = ("recdoub_65536", "ring_512")
 
 
 def vm_kib(field: str) -> int:
@@ -93,7 +100,7 @@ def main() -> None:
     params = jl.LogGOPS.from_loggopsim()
     jl.simulate_schedule(generators.allreduce_ring(8, 64), params)  # load the kernel
     print(f"load before: {Path('/proc/loadavg').read_text().strip()}")
-    for name in args.only or WORKLOADS:
+    for name in args.only or DEFAULT:
         schedule, binary = prepare(name, args.workdir, args.loggopsim / "txt2bin")
         start = time.perf_counter()
         out = subprocess.run([str(args.loggopsim / "LogGOPSim"), "-f", str(binary), "-b"]

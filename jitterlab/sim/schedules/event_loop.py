@@ -176,13 +176,15 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
     pend_t = np.empty(ready.size + 2, dtype=np.int64)  # pushes of one event
     pend_s = np.empty(ready.size + 2, dtype=np.int64)
     pend_c = np.empty(ready.size + 2, dtype=np.int64)
-    # parked retries (.parking), allocated at the first retry: per host a list (head
-    # ``park_head``, links ``link``) and its token's key and code
+    # parked retries (.parking): per host a list (head ``park_head``, links ``link``)
+    # and its token's key and code; the pages are touched only from the first retry
     parking = -1 if park else 0  # 1 yes, 0 no, -1 not decided yet
-    park_head = np.empty(0, dtype=np.int64)
-    tok_t, tok_s, tok_code = park_head, park_head, park_head
-    link, park_time, park_stamp = park_head, park_head, park_head
-    listed = np.empty(0, dtype=np.bool_)
+    park_head = np.full(p, -1, dtype=np.int64)
+    tok_t = np.full(p, -1, dtype=np.int64)
+    tok_s, tok_code = np.empty(p, dtype=np.int64), np.empty(p, dtype=np.int64)
+    slots = 2 * n if park else 0
+    link, park_time = np.empty(slots, dtype=np.int64), np.empty(slots, dtype=np.int64)
+    park_stamp, listed = np.empty(slots, dtype=np.int64), np.zeros(slots, dtype=np.bool_)
     stamp = 0
     done = 0
     events = 0
@@ -463,13 +465,6 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
             if parking_allowed(kind, size, calc, n_cpus, overhead, gap, gap_per_byte,
                                overhead_per_byte, mode, trc_dur, delta):
                 parking = 1
-                park_head = np.full(p, -1, dtype=np.int64)
-                tok_t = np.full(p, -1, dtype=np.int64)
-                tok_s, tok_code = np.empty(p, dtype=np.int64), np.empty(p, dtype=np.int64)
-                link = np.empty(2 * n, dtype=np.int64)
-                park_time = np.empty(2 * n, dtype=np.int64)
-                park_stamp = np.empty(2 * n, dtype=np.int64)
-                listed = np.zeros(2 * n, dtype=np.bool_)
         if retry >= 0 and parking == 1:  # parked, with its stamp
             park_time[code], park_stamp[code] = retry, st
             if not listed[code]:
