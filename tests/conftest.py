@@ -275,7 +275,14 @@ def warm_up_before_workers() -> str:
                 [sys.executable, str(Path(__file__).resolve()), "--warm-numba-cache",
                  "--shared", str(Path(folder) / "taken")],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT), log))
-        lines = [WarmUp(process, log).report(WARM_UP_TIMEOUT) for process, log in processes]
+        try:
+            lines = [WarmUp(process, log).report(WARM_UP_TIMEOUT)
+                     for process, log in processes]
+        finally:  # interrupted (Ctrl-C): no warm-up left running
+            for process, _ in processes:
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
     return "; ".join(lines) + (f" ({WARM_UP_PROCESSES} processes before the workers "
                                f"started, {time.monotonic() - started:.0f} s)")
 
