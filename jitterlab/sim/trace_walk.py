@@ -268,14 +268,22 @@ def advance_in_gap(address, x, cpu, row, period, tie_max):
 def advance_across_gaps(address, n_rows, x, cpu, row, period, tie_max):
     """:func:`advance_in_gap` for work that may end some rows after x's row ``row``: the
     finish row is found by a walk forward (a compute of a millisecond crosses a jitter
-    or two). Returns (finish, finish row, whether the case holds).
+    or two; the walk reads four rows a step, without a branch that the CPU would mispredict
+    about every third compute). Returns (finish, finish row, whether the case holds).
     """
     second, offset, start, jitter, computed, target = _in_row(address, x, cpu, row, period)
     low = target - tie_max
     ok = (start <= offset) & (offset < row_value(address, row + 1, START)) & (computed < low)
     end = row
-    while end + 1 < n_rows and row_value(address, end + 1, COMPUTED) < low:
-        end += 1
+    while True:  # the walk, four rows a step without branches: the rows passed form a
+        # prefix (the column never decreases), so their count is the number that pass
+        step = (((end + 1 < n_rows) & (row_value(address, min(end + 1, n_rows), COMPUTED) < low))
+                + ((end + 2 < n_rows) & (row_value(address, min(end + 2, n_rows), COMPUTED) < low))
+                + ((end + 3 < n_rows) & (row_value(address, min(end + 3, n_rows), COMPUTED) < low))
+                + ((end + 4 < n_rows) & (row_value(address, min(end + 4, n_rows), COMPUTED) < low)))
+        end += step
+        if step < 4:
+            break
     ok = ok & (target <= row_value(address, end + 1, COMPUTED))
     finish = ((period if second else 0.0) + row_value(address, end, START)
               + row_value(address, end, JITTER) + (target - row_value(address, end, COMPUTED)))

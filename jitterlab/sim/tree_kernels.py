@@ -36,6 +36,7 @@ def hop_latency(child, parent, latency, intra_latency, node_size):
     return latency
 
 
+_CHUNK = 1024  # slots per parallel chunk of the start-row search and the trace order
 _BUCKET = 8  # tasks per bucket of the trace-order sort (they share a few cache lines)
 
 
@@ -55,14 +56,15 @@ def _trace_order(offsets, level_bounds, period, n_rows):
     for level in range(n_levels):
         size = level_bounds[level + 1] - level_bounds[level]
         buckets[level] = max(1, min(size, n_rows) // _BUCKET)
-    for task in numba.prange(n_tasks):
+    for chunk in numba.prange((n_tasks + _CHUNK - 1) // _CHUNK):
         level = 0
-        while task >= level_bounds[level + 1]:
-            level += 1
-        n_buckets = buckets[level]
-        x = offsets[task]
-        key = int((x - math.floor(x / period) * period) * (n_buckets / period))
-        keys[task] = min(max(key, 0), n_buckets - 1)
+        for task in range(chunk * _CHUNK, min(n_tasks, (chunk + 1) * _CHUNK)):
+            while task >= level_bounds[level + 1]:
+                level += 1
+            n_buckets = buckets[level]
+            x = offsets[task]
+            key = int((x - math.floor(x / period) * period) * (n_buckets / period))
+            keys[task] = min(max(key, 0), n_buckets - 1)
     for level in range(n_levels):
         lo, hi = level_bounds[level], level_bounds[level + 1]
         n_buckets = buckets[level]
@@ -78,7 +80,7 @@ def _trace_order(offsets, level_bounds, period, n_rows):
     return task_of
 
 
-_CHUNK = 1024  # slots per parallel chunk of the start-row search
+_SPANS_PER_ROW = 8  # most spans of the trace per row in the start-row search
 _BLOCK = 256  # slots whose operations the tree kernel interleaves
 
 
@@ -100,11 +102,14 @@ def _start_rows(address, n_rows, origin, hint):
                 x -= math.floor(x / period) * period
                 hint[slot] = search_rows(address, START, x, 0, n_rows - 1, False)
         return
-    per_time = n_rows / period  # spans per unit of trace time
-    length = period / n_rows  # of a span
-    first_row = np.empty(n_rows, dtype=np.int32)  # the row at the start of each span
+    # up to _SPANS_PER_ROW spans per row, at most one per slot: the answer is then mostly
+    # the span's first row itself, a branch the CPU predicts
+    n_spans = min(_SPANS_PER_ROW * n_rows, max(n_rows, origin.size))
+    per_time = n_spans / period  # spans per unit of trace time
+    length = period / n_spans  # of a span
+    first_row = np.empty(n_spans, dtype=np.int32)  # the row at the start of each span
     row = 0
-    for span in range(n_rows):
+    for span in range(n_spans):
         begin = span * length
         while row + 1 < n_rows and row_value(address, row + 1, START) <= begin:
             row += 1
@@ -114,7 +119,7 @@ def _start_rows(address, n_rows, origin, hint):
             x = origin[slot]
             x -= math.floor(x / period) * period
             hint[slot] = search_rows(address, START, x,
-                                 first_row[min(max(int(x * per_time), 0), n_rows - 1)],
+                                 first_row[min(max(int(x * per_time), 0), n_spans - 1)],
                                  n_rows - 1, False)
 
 
