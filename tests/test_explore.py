@@ -209,8 +209,8 @@ def decoded(png: bytes) -> np.ndarray:
 
 
 def test_redrawn_png_is_a_new_figure_to_the_pixel(trace):
-    """The widget's PNG comes from one kept figure at 90 dpi whose renderer keeps glyphs
-    and layouts (#20); each redraw must be, pixel for pixel, what a new figure saved at
+    """The widget's PNG comes from one kept figure at 90 dpi (#20); each redraw must be,
+    pixel for pixel, what a new figure saved at
     that resolution shows, whatever the previous redraw was."""
     import io
 

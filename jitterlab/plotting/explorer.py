@@ -7,16 +7,13 @@
 
 from __future__ import annotations
 
-import functools
-import math
-
 import numpy as np
 import xarray as xr
 
 from .scaling import MICROSECONDS, log2_task_axis
 
 __all__ = ["plot_explore", "explorer_png", "reused_axes", "new_axes", "PNG_DPI",
-           "png_bytes", "text_keeping_canvas"]
+           "png_bytes"]
 
 
 def plot_explore(ds: xr.Dataset, ax=None):
@@ -90,12 +87,13 @@ def reused_axes():
     and renderer are kept: a new figure costs about 17 ms more per redraw (issue #20),
     and the picture is the same to the pixel. The figure is made at :data:`PNG_DPI` with
     its own Agg canvas, so a redraw draws it as it is, without the dots per inch that
-    ``savefig`` would change and change back (about 16 ms less per redraw), and its canvas
-    keeps the text it has drawn (:func:`text_keeping_canvas`)."""
+    ``savefig`` would change and change back (about 16 ms less per redraw)."""
     ax = _REUSED.get("ax")
     if ax is None:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
         ax = _REUSED["ax"] = new_axes(dpi=PNG_DPI)
-        text_keeping_canvas()(ax.figure)
+        FigureCanvasAgg(ax.figure)
         return ax
     for artist in [*ax.lines, *ax.collections, *ax.texts, *ax.patches]:
         artist.remove()
@@ -169,84 +167,3 @@ def png_bytes(rgba: np.ndarray, dpi: float) -> bytes:
                      chunk(b"pHYs", struct.pack(">IIB", per_metre, per_metre, 1)),
                      chunk(b"IDAT", zlib.compress(filtered.tobytes(), 1)),
                      chunk(b"IEND", b"")])
-
-
-#: glyph bitmaps a kept renderer holds at most before it starts afresh [-]
-KEPT_GLYPHS_MAX = 20_000
-
-
-@functools.cache
-def text_keeping_canvas():
-    """An Agg canvas class whose renderer keeps the text it has drawn: the layout of each
-    string and the bitmap of each glyph at each sub-pixel offset.
-
-    A redraw of the explorer draws about 60 strings of 360 glyphs, most of them the same
-    as in the redraw before (labels, legend, tick labels). Agg lays each string out and
-    renders each glyph again on every draw, about a third of the figure's time (issue #20).
-    FreeType renders a glyph moved by whole pixels as the same bitmap, moved: so a bitmap
-    is kept per glyph, size, angle, hinting and position modulo one pixel (in FreeType's
-    1/64 pixel), and the picture is the same to the pixel (``tests/test_explore.py``
-    compares it with a new figure's ``savefig``). Mathtext, text without antialiasing, and
-    a matplotlib whose FT2Font lacks the methods used here are drawn by Agg as usual.
-    """
-    from matplotlib.backends.backend_agg import (
-        FigureCanvasAgg,
-        RendererAgg,
-        get_hinting_flag,
-    )
-    from matplotlib.ft2font import FT2Font, RenderMode
-
-    keeps = all(hasattr(FT2Font, name) for name in ("_layout", "_set_transform",
-                                                      "_render_glyph"))
-
-    class TextKeepingRenderer(RendererAgg):
-        def __init__(self, width, height, dpi):
-            super().__init__(width, height, dpi)
-            self.layouts: dict = {}
-            self.glyphs: dict = {}
-
-        def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
-            if ismath or not keeps or not gc.get_antialiased():
-                return super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)
-            if len(self.glyphs) > KEPT_GLYPHS_MAX:
-                self.layouts.clear()
-                self.glyphs.clear()
-            flags = get_hinting_flag()
-            font = self._prepare_font(prop)
-            features = mtext.get_fontfeatures() if mtext is not None else None
-            language = mtext.get_language() if mtext is not None else None
-            size = prop.get_size_in_points()
-            key = (font, size, s, flags, features, language)
-            items = self.layouts.get(key)
-            if items is None:  # as RendererAgg.draw_text lays it out
-                items = self.layouts[key] = [
-                    (item.ft_object, item.glyph_index, item.x, item.y) for item in
-                    font._layout(s, flags=flags, features=features, language=language)]
-            cos, sin = math.cos(math.radians(angle)), math.sin(math.radians(angle))
-            for glyph_font, index, dx, dy in items:
-                # the glyph's origin in FreeType's 1/64 pixel, y upwards, as Agg computes it
-                x64 = round(0x40 * (x + dx * cos - dy * sin))
-                y64 = round(0x40 * (self.height - y + dx * sin + dy * cos))
-                glyph_key = (glyph_font, size, index, angle, flags, x64 & 63, y64 & 63)
-                glyph = self.glyphs.get(glyph_key)
-                if glyph is None:  # rendered at the offset within its pixel
-                    rotation = (0x10000 * np.array([[cos, -sin], [sin, cos]])).round()
-                    glyph_font.set_size(size, self.dpi)
-                    glyph_font._set_transform(rotation.astype(int), [x64 & 63, y64 & 63])
-                    bitmap = glyph_font._render_glyph(index, flags, RenderMode.NORMAL)
-                    glyph = self.glyphs[glyph_key] = (np.array(bitmap.buffer), bitmap.left,
-                                                      bitmap.top)
-                buffer, left, top = glyph
-                self._renderer.draw_text_image(
-                    buffer, left + (x64 >> 6),
-                    int(self.height) - (top + (y64 >> 6)) + buffer.shape[0], 0, gc)
-
-    class TextKeepingCanvas(FigureCanvasAgg):
-        def get_renderer(self):
-            key = (*self.get_width_height(physical=True), self.figure.dpi)
-            if getattr(self, "kept_key", None) != key:
-                self.renderer = TextKeepingRenderer(*key)
-                self.kept_key = key
-            return self.renderer
-
-    return TextKeepingCanvas
