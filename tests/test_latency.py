@@ -1,6 +1,6 @@
 """``mpiexec -n 2 jitterlab measure latency`` for real, and its pieces without MPI.
 
-The MPI run is short (two ranks, a few hundred round trips and a few thousand barriers)
+The MPI run is short (two ranks, a hundred round trips and a few hundred barriers)
 and checks what must hold on any machine: the structure and units of the file, τ positive
 and finite, the chunks, no overwrite without --force, and clear errors for bad input.
 """
@@ -16,24 +16,45 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
-from test_pb import HAVE_MPI4PY, MPIEXEC, N_CPUS, X86, _alive, _descendants, needs_mpi
+from test_pb import (
+    HAVE_MPI4PY,
+    MPI_TIMEOUT,
+    MPIEXEC,
+    N_CPUS,
+    X86,
+    _alive,
+    _descendants,
+    needs_mpi,
+    runs_once,
+)
 
 from jitterlab.cli import main
 from jitterlab.io import chunks as _chunks
 from jitterlab.measure import latency
 
-ROUND_TRIPS = 300
-BARRIERS = latency._BARRIER_CHUNK + 1000  # two chunks of barriers
+# Each round trip and barrier needs both ranks on a CPU at once: beside other work a
+# waiting rank spins until its peer is scheduled again, so their number sets the time of a
+# run on a busy machine (300 round trips and 6 000 barriers: 288 s at load 10 to 16, 100
+# and 300: 48 s; 1 and 1: 26 s). The tests need a few of each and two chunks of barriers,
+# so the runs of these tests cut the barrier loop into chunks of BARRIER_CHUNK, not of
+# latency._BARRIER_CHUNK (5 000), as their command-line runs below do.
+ROUND_TRIPS = 100
+BARRIER_CHUNK = 200
+BARRIERS = BARRIER_CHUNK + 100  # two chunks of barriers
+#: the command line of jitterlab, with the barriers in chunks of BARRIER_CHUNK
+CLI = ("import sys; from jitterlab.measure import latency; "
+       f"latency._BARRIER_CHUNK = {BARRIER_CHUNK}; "
+       "from jitterlab.cli import main; sys.exit(main(sys.argv[1:]))")
 
 
 def latency_command(output, *options, ranks=2):
-    return [MPIEXEC, "-n", str(ranks), sys.executable, "-m", "jitterlab.cli", "measure",
+    return [MPIEXEC, "-n", str(ranks), sys.executable, "-c", CLI, "measure",
             "latency", "--output", str(output), "--no-progress", *options]
 
 
 def run_latency(output, *options, ranks=2):
     return subprocess.run(latency_command(output, *options, ranks=ranks), capture_output=True,
-                          text=True, timeout=120, cwd=Path(output).parent)
+                          text=True, timeout=MPI_TIMEOUT, cwd=Path(output).parent)
 
 
 @pytest.fixture(scope="module")
@@ -41,10 +62,13 @@ def run(tmp_path_factory):
     """One 2-rank run: (output, process, Dataset)."""
     if not (X86 and HAVE_MPI4PY and MPIEXEC):
         pytest.skip("needs an x86 timestamp counter, mpi4py and mpiexec")
-    output = tmp_path_factory.mktemp("latency") / "latency.nc"
-    process = run_latency(output, "--round-trips", str(ROUND_TRIPS), "--barriers",
-                          str(BARRIERS))
-    assert process.returncode == 0, process.stderr
+
+    def commands(directory):
+        output = directory / "latency.nc"
+        return {"latency": (output, latency_command(
+            output, "--round-trips", str(ROUND_TRIPS), "--barriers", str(BARRIERS)))}
+
+    output, process = runs_once(tmp_path_factory, "latency", commands)["latency"]
     return output, process, latency.read_latency(output)
 
 
@@ -122,7 +146,8 @@ def test_killed_run_keeps_its_completed_chunks(tmp_path, capsys):
                                cwd=tmp_path, env={**os.environ, "JITTERLAB_ALLOW_LARGE": "1"})
     started = []
     try:
-        deadline = time.monotonic() + 240  # MPI start and 3 chunks; minutes under load
+        # MPI start and 3 chunks: minutes under load (more than 240 s at load 12 to 16)
+        deadline = time.monotonic() + MPI_TIMEOUT
         while not (store / "chunk-000002.npz").exists():
             assert process.poll() is None, process.stderr.read().decode()
             assert time.monotonic() < deadline, "the measurement did not start"
@@ -143,7 +168,7 @@ def test_killed_run_keeps_its_completed_chunks(tmp_path, capsys):
     chunks = len(list(store.glob("chunk-*.npz")))
     assert ds.attrs["complete"] is False and ds.attrs["chunks"] == chunks >= 3
     assert ds.sizes["pair"] == 1 and ds.sizes["exchange"] == 1000  # the default
-    assert ds.sizes["sample"] == (chunks - 1) * latency._BARRIER_CHUNK
+    assert ds.sizes["sample"] == (chunks - 1) * BARRIER_CHUNK
     assert float(latency.summarize_latency(ds)["tau"]) > 0
     assert "earlier (perhaps interrupted) run" in latency.target_problem(output)
     assert main(["info", str(store)]) == 0
@@ -229,14 +254,15 @@ def test_a_real_run_over_the_limit_is_refused_on_every_rank_before_it_stores(tmp
             "from jitterlab.cli import main; sys.exit(main(sys.argv[1:]))")
     command = [MPIEXEC, "-n", "2", sys.executable, "-c", code, "measure", "latency",
                "--output", str(output), "--no-progress"]
-    process = subprocess.run(command, capture_output=True, text=True, timeout=120,
+    process = subprocess.run(command, capture_output=True, text=True, timeout=MPI_TIMEOUT,
                              cwd=tmp_path)
     assert process.returncode == 2, process.stderr
     assert process.stderr.count("at the warm-up's") == 1, process.stderr  # rank 0 only
     assert "more than the 1 ms allowed" in process.stderr
     assert list(tmp_path.iterdir()) == []
     allowed = subprocess.run(command + ["--round-trips", "50", "--barriers", "50"],
-                             capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                             capture_output=True, text=True, timeout=MPI_TIMEOUT,
+                             cwd=tmp_path,
                              env={**os.environ, "JITTERLAB_ALLOW_LARGE": "1"})
     assert allowed.returncode == 0, allowed.stderr
     assert latency.read_latency(output).sizes["exchange"] == 50

@@ -546,9 +546,13 @@ def worker_deaths(client):
                for _, message in client.get_events("all"))
 
 
-def test_a_point_that_kills_its_worker_fails_alone_and_the_sweep_ends(fragile_client):
+def test_a_point_that_kills_its_worker_fails_alone_and_the_sweep_ends(fragile_client,
+                                                                       monkeypatch):
     import concurrent.futures
 
+    # the sweep looks at the cluster every 0.2 s, not every second: each round of deaths
+    # and restarts waited up to a second more for it (the tests count deaths, not polls)
+    monkeypatch.setattr(sweep_tasks, "_POLL_SECONDS", 0.2)
     grid = {"k": list(range(6)), "work": [1.0, 2.0]}
     offset = np.full(4, 0.25)  # fixed data: must survive the death of every worker holding it
 
@@ -587,6 +591,7 @@ def exits_always(k):
 def test_a_sweep_whose_points_all_kill_workers_stops_fast_naming_them(fragile_client,
                                                                       monkeypatch):
     monkeypatch.setattr(sweep_tasks, "WORKER_DEATH_LIMIT", 3)
+    monkeypatch.setattr(sweep_tasks, "_POLL_SECONDS", 0.2)  # as in the test above
     grid = {"k": [-2, -1, 0, 1, 2, 3]}  # two healthy points, four killers
 
     def run():

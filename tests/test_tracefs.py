@@ -356,24 +356,40 @@ def wait_for_chunks(store, count: int, process, timeout: float = 300.0) -> None:
         time.sleep(0.05)
 
 
-@real_detour
-def test_real_killed_run_keeps_its_events_and_the_next_run_removes_its_instance(tmp_path):
-    killed = start_cli(tmp_path, "killed.detour", 30)
-    wait_for_chunks(tmp_path / "killed.detour", 2, killed)
+def kill_a_run_then_run_again(directory) -> tuple[int, str, str]:
+    """A run killed after its second chunk, and the run after it: (pid of the killed run,
+    output and error of the next run), with the checks of the killed run's remains."""
+    directory.mkdir()
+    killed = start_cli(directory, "killed.detour", 30)
+    wait_for_chunks(directory / "killed.detour", 2, killed)
     assert f"jitterlab-{killed.pid}" in instances()
     killed.kill()  # SIGKILL: no clean-up possible
     killed.communicate()
     assert f"jitterlab-{killed.pid}" in instances()
-    events = jl.bench.read_kernel_events(tmp_path / "killed.detour")
+    events = jl.bench.read_kernel_events(directory / "killed.detour")
     assert events.attrs["sync_marks"] >= 2 and len(events) > 0
-    assert attribute_recording(tmp_path / "killed.detour")["detour"].nunique() > 0
-    following = start_cli(tmp_path, "next.nc", 0.3)
-    out, err = following.communicate(timeout=120)
+    assert attribute_recording(directory / "killed.detour")["detour"].nunique() > 0
+    following = start_cli(directory, "next.nc", 0.3)
+    out, err = following.communicate(timeout=300)
     assert following.returncode == 0, err
-    assert f"removed the tracefs instance {REAL}/instances/jitterlab-{killed.pid}" in err
     assert f"jitterlab-{killed.pid}" not in instances()
     assert "not visible to the guest" in out and "timer interrupt" in out
-    assert (tmp_path / "next.nc.detour").is_dir()  # kept: it holds the events
+    assert (directory / "next.nc.detour").is_dir()  # kept: it holds the events
+    return killed.pid, out, err
+
+
+@real_detour
+def test_real_killed_run_keeps_its_events_and_the_next_run_removes_its_instance(tmp_path):
+    # tracefs is the machine's: any jitterlab run with kernel events that starts between
+    # the kill and the next run's own look removes the dead run's instance first (one test
+    # run lost it so to a run beside it at load 12), and the next run then has nothing to
+    # remove. That run must be seen removing it once; three tries, each a fresh kill
+    for attempt in range(3):
+        pid, _, err = kill_a_run_then_run_again(tmp_path / f"try{attempt}")
+        removed = f"removed the tracefs instance {REAL}/instances/jitterlab-{pid}" in err
+        if removed:
+            break
+    assert removed, err
 
 
 @real_detour
@@ -381,7 +397,7 @@ def test_real_ctrl_c_removes_the_instance_and_keeps_the_chunks(tmp_path):
     run = start_cli(tmp_path, "stopped.detour", 30)
     wait_for_chunks(tmp_path / "stopped.detour", 1, run)
     run.send_signal(signal.SIGINT)
-    out, err = run.communicate(timeout=60)
+    out, err = run.communicate(timeout=300)  # the test took 273 s at load 12
     assert run.returncode == 130, err
     assert f"jitterlab-{run.pid}" not in instances()
     assert jl.bench.read_kernel_events(tmp_path / "stopped.detour").attrs["sync_marks"] >= 1
