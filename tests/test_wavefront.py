@@ -117,6 +117,21 @@ def test_on_arrival_kernel_matches_its_plain_twin(px, py):
     np.testing.assert_allclose(ds["finish"][0], finish, rtol=1e-12)
 
 
+@pytest.mark.parametrize("px, py", [(3, 4), (1, 2)])
+def test_on_arrival_with_messages_piling_up(px, py):
+    """A receive 10^4 times dearer than a send: the upstream ranks send a sweep's 30
+    blocks long before the downstream CPUs can take them, so more events wait at once
+    than the kernel's first event heap holds (4 per rank + 8: it grew to 224 and 64
+    entries here, checked with a printing copy of the kernel), and the times stay those
+    of the plain twin."""
+    message = jl.Message(send=5e-9, recv=50e-6, latency=3e-9)
+    workload = Wavefront(px, py, blocks=30, work=1e-9, message=message)
+    expected, finish = wavefront_reference(workload, "on_arrival")
+    ds = wavefront_simulate(workload, progress="on_arrival")
+    assert float(ds["total_time"][0]) == pytest.approx(expected, rel=1e-12)
+    np.testing.assert_allclose(ds["finish"][0], finish, rtol=1e-12)
+
+
 def test_a_line_of_ranks_has_the_pipeline_closed_form():
     # one sweep along x: rank 0 computes and sends, the middle ranks receive, compute and
     # send, the last receives and computes; the middle ranks (cost w + 2o) set the pace
