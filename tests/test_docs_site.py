@@ -25,6 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 NOTEBOOKS = ROOT / "notebooks"
 MARKER = "output written only by this test's fake reproduce run"
+#: one xdist worker runs this module, so that the site is built once in CI, not on each worker
+pytestmark = pytest.mark.xdist_group("docs_site")
 
 
 def _notebook(*cells):
