@@ -61,12 +61,29 @@ def _needs_notebook_runs(item) -> bool:
             and getattr(item, "originalname", "") in NOTEBOOK_TESTS)
 
 
+#: tests that share an expensive fixture, as their ``xdist_group`` marks say: path -> (group,
+#: test function or None for the whole module). The scheduler below reads only node ids, and
+#: xdist 3.8's ``NAME@group`` renaming does not reach it under pytest 9.2, so they are named here.
+SHARED_FIXTURE_GROUPS = {
+    "tests/test_docs_site.py": ("docs_site", None),  # the Sphinx site, about 30 CPU-s
+    "tests/test_recipes.py": ("recipes_help", "test_help_runs_as_a_module"),  # 8 programs
+}
+
+
 def notebook_group_scope(nodeid: str) -> str:
     """The unit of work of a test under ``--dist loadgroup``: ``NOTEBOOK_GROUP`` for the
-    notebook tests, else the test alone."""
+    notebook tests, the group of :data:`SHARED_FIXTURE_GROUPS` (or of an ``@group`` suffix
+    that xdist appended) for the tests that share a fixture, else the test alone."""
+    _, at, suffix = nodeid.rpartition("@")
+    if at and "]" not in suffix and "::" not in suffix and "/" not in suffix:
+        return suffix
     path, _, rest = nodeid.partition("::")
-    if path.endswith("test_browser.py") and rest.split("[")[0] in NOTEBOOK_TESTS:
+    function = rest.split("[")[0]
+    if path.endswith("test_browser.py") and function in NOTEBOOK_TESTS:
         return NOTEBOOK_GROUP
+    for module, (group, only) in SHARED_FIXTURE_GROUPS.items():
+        if path.endswith(module) and only in (None, function):
+            return group
     return nodeid
 
 
@@ -83,8 +100,7 @@ def pytest_xdist_make_scheduler(config, log):
 
     class NotebooksAsOneGroup(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return notebook_group_scope(nodeid.rsplit("@", 1)[0] if "@" in nodeid.rsplit(
-                "]", 1)[-1] else nodeid)
+            return notebook_group_scope(nodeid)
 
     return NotebooksAsOneGroup(config, log)
 

@@ -881,7 +881,8 @@ if __name__ == "__main__":
 
 def test_the_notebook_tests_are_one_xdist_group():
     """Under ``--dist loadgroup`` (CI's ``-n 2``) every notebook test is in one unit of work,
-    and every other test is a unit of its own."""
+    the tests that share a costly fixture are one unit per fixture, and every other test is a
+    unit of its own."""
     from conftest import notebook_group_scope
 
     for name in NOTEBOOK_TESTS:
@@ -889,5 +890,13 @@ def test_the_notebook_tests_are_one_xdist_group():
             nodeid = f"tests/test_browser.py::{name}[{path.name}]"
             assert notebook_group_scope(nodeid) == NOTEBOOK_GROUP
     for nodeid in ("tests/test_browser.py::test_the_checks_catch_what_they_look_for",
-                   "tests/test_kernels.py::test_notebook_runs_in_jupyterlab[x]"):
+                   "tests/test_kernels.py::test_notebook_runs_in_jupyterlab[x]",
+                   "tests/test_recipes.py::test_bad_arguments_are_refused[a@b]"):
         assert notebook_group_scope(nodeid) == nodeid
+    assert notebook_group_scope(f"tests/test_browser.py::{NOTEBOOK_TESTS[0]}[01.ipynb]@"
+                                f"{NOTEBOOK_GROUP}") == NOTEBOOK_GROUP
+    for nodeid in ("tests/test_docs_site.py::test_every_page_is_built",
+                   "tests/test_docs_site.py::test_x[y]"):
+        assert notebook_group_scope(nodeid) == "docs_site"
+    assert notebook_group_scope(
+        "tests/test_recipes.py::test_help_runs_as_a_module[record_measurements]") == "recipes_help"
