@@ -67,6 +67,9 @@ def test_step_sum_one_minus_power_matches_reference(power, start):
     values, head = law.values, law._head
     kernel = _kernels.step_sum_one_minus_power(values, head, power, start)
     reference = _kernels.step_sum_one_minus_power_reference(values, head, power, start)
+    # one thread (no parallel layer, for map_on_threads) and parallel: the same blocks
+    assert _kernels.step_sum_one_minus_power_one_thread(values, head, power, start) == \
+        _kernels.step_sum_one_minus_power_parallel(values, head, power, start)
     # repeated squaring against pow: squaring doubles a relative error, so F^N carries
     # one of at most (N + 1)·ε and each term 1 − F^N an absolute one of that size
     bound = (power + 1) * np.finfo(float).eps * (values[-1] - values[start])

@@ -593,3 +593,16 @@ def test_montecarlo_replicates_beyond_the_memory_are_refused(monkeypatch):
     allowed = jl.max_of_n(law, n=2, method="montecarlo", replicates=10**5, rng=1,
                           allow_large=True)
     assert allowed["mean"].size == 1
+
+
+def test_exact_means_spread_over_threads_equal_the_means_one_by_one():
+    # an empirical law's N go to numba's threads whole (issue #20): the same numbers
+    from jitterlab.analytic.maxofn import exact_max_mean
+
+    law = jl.noise.Empirical(np.random.default_rng(3).gamma(2.0, 1.0, 50_000))
+    n = np.array([1000, 1, 7, 10**6, 2, 50])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", jl.noise.TailWarning)
+        spread = jl.max_of_n(law, n=n)["mean"].values
+    one_by_one = [exact_max_mean([law], [k]) for k in n]
+    np.testing.assert_array_equal(spread, one_by_one)

@@ -104,3 +104,46 @@ def test_an_inner_call_keeps_the_outer_decision(loadavg):
         assert numba.get_num_threads() == 2
     with threads.kernel_threads():
         assert numba.get_num_threads() == 1
+
+
+def test_map_on_threads_keeps_the_order_and_runs_each_item_on_one_thread():
+    seen = []
+
+    def work(item):
+        seen.append((item, numba.get_num_threads()))
+        return item * item
+
+    assert threads.map_on_threads(work, [5, 3, 1, 4], 2) == [25, 9, 1, 16]
+    assert sorted(item for item, _ in seen) == [1, 3, 4, 5]
+    assert {count for _, count in seen} == {1}
+
+
+def test_map_on_threads_hands_an_error_to_the_caller_and_gives_the_setting_back():
+    before = numba.get_num_threads()
+
+    def work(item):
+        if item == 2:
+            raise ValueError("item 2")
+        return item
+
+    with pytest.raises(ValueError, match="item 2"):
+        threads.map_on_threads(work, [1, 2, 3], 2)
+    assert numba.get_num_threads() == before
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
+def test_runs_at_several_n_spread_over_threads_give_the_same_phase_times(monkeypatch):
+    from jitterlab.sim import simulate as simulate_module
+
+    trace = jl.synthetic_trace(duration=2.0, rng=7)
+    n = 2 ** np.arange(0, 11)  # the largest is half the task-phases: spread over the threads
+    spreads = []
+    original = simulate_module._spread_without_barrier
+    monkeypatch.setattr(simulate_module, "_spread_without_barrier",
+                        lambda *args: spreads.append(original(*args)) or spreads[-1])
+    spread = jl.simulate(trace, n=n, work=1e-3, phases=20, rng=5)
+    assert spreads[0] is not None
+    monkeypatch.setattr(simulate_module, "_spread_without_barrier", lambda *args: None)
+    in_turn = jl.simulate(trace, n=n, work=1e-3, phases=20, rng=5)
+    np.testing.assert_array_equal(spread.phase_time.values, in_turn.phase_time.values)
+    np.testing.assert_array_equal(spread.slowdown.values, in_turn.slowdown.values)

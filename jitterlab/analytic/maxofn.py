@@ -12,6 +12,7 @@ import math
 import warnings
 from collections.abc import Sequence
 
+import numba
 import numpy as np
 import xarray as xr
 from scipy import optimize
@@ -27,8 +28,8 @@ from ..base.limits import (
 )
 from ..base.provenance import provenance_attrs
 from ..base.rng import RngLike, seed_from
-from ..base.threads import kernel_threads
-from ..noise import Empirical, Histogram, NoiseModel, TailWarning
+from ..base.threads import kernel_threads, map_on_threads
+from ..noise import Discrete, Empirical, Histogram, NoiseModel, TailWarning
 from ..noise import kernels as _kernels
 
 __all__ = ["max_of_n", "process_counts", "exact_max_quantile", "exact_max_mean"]
@@ -382,9 +383,7 @@ def max_of_n(dist_or_list, n=None, method: str = "exact",
              "model": "; ".join(m.describe() for m in models),
              "tail": tail or "none (empirical laws end at their largest sample)"}
     if method == "exact":
-        with kernel_threads():  # one decision for the whole call, not one per N
-            means = np.array([exact_max_mean(models, process_counts(len(models), k))
-                              for k in n_values])
+        means = _exact_means(models, n_values)
         quants = np.array([exact_max_quantile(models, process_counts(len(models), k), q)
                            for k in n_values])
         data = {"mean": ("n", means, {**seconds, "long_name": "E[max of N]"}),
@@ -418,9 +417,24 @@ def max_of_n(dist_or_list, n=None, method: str = "exact",
     return xr.Dataset(data, coords=coords, attrs={**attrs, **provenance_attrs()})
 
 
-# --------------------------------------------------------------------------------------
-# the law of the maximum as a noise model
-# --------------------------------------------------------------------------------------
+def _exact_means(models, n_values) -> np.ndarray:
+    """E[max of N] for each N [s]. For one discrete law (a numba kernel over its sorted
+    values per N, the costliest at the smallest N) the N are spread over numba's threads,
+    each N on one thread: no thread waits for another between the N, so beside busy
+    processes every thread keeps working (issue #20); the results are the same."""
+    def mean(k):
+        return exact_max_mean(models, process_counts(len(models), k))
+
+    threads = min(numba.get_num_threads(), n_values.size)
+    if len(models) == 1 and isinstance(models[0], Discrete) and threads > 1:
+        smallest_first = np.argsort(n_values, kind="stable")
+        out = np.empty(n_values.size)
+        out[smallest_first] = map_on_threads(mean, n_values[smallest_first].tolist(), threads)
+        return out
+    with kernel_threads():  # one decision for the whole call, not one per N
+        return np.array([mean(k) for k in n_values])
+
+
 # --------------------------------------------------------------------------------------
 # the law of the maximum as a noise model
 # --------------------------------------------------------------------------------------

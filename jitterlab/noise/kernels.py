@@ -10,9 +10,12 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..base.threads import one_thread_copy
+
 __all__ = ["max_uniform_complement", "max_uniform_complement_reference", "stream_key",
            "stream_key_reference", "seed_for_n", "step_sum_one_minus_power",
-           "step_sum_one_minus_power_reference"]
+           "step_sum_one_minus_power_reference", "step_sum_one_minus_power_parallel",
+           "step_sum_one_minus_power_one_thread"]
 
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -113,7 +116,7 @@ _BLOCK = 4096
 
 
 @numba.njit(cache=True, parallel=True)
-def step_sum_one_minus_power(values, head, power, start):
+def step_sum_one_minus_power_parallel(values, head, power, start):
     """Σ_{k >= start} (values[k+1] − values[k])·(1 − head[k+1]^power), integer ``power``.
 
     The exact E[max of N] of a discrete law, less its smallest counted value. The
@@ -141,6 +144,19 @@ def step_sum_one_minus_power(values, head, power, start):
             acc += (values[lo + i + 1] - values[lo + i]) * (1.0 - result[i])
         partial[j] = acc
     return partial.sum()
+
+
+step_sum_one_minus_power_one_thread = one_thread_copy(step_sum_one_minus_power_parallel,
+                                                      "step_sum_one_minus_power_one_thread")
+
+
+def step_sum_one_minus_power(values, head, power, start):
+    """Σ_{k >= start} (values[k+1] − values[k])·(1 − head[k+1]^power) (see
+    :func:`step_sum_one_minus_power_parallel`), on numba's threads, or without the parallel
+    layer and the GIL when numba runs one thread (the same result, bit for bit)."""
+    if numba.get_num_threads() == 1:
+        return step_sum_one_minus_power_one_thread(values, head, power, start)
+    return step_sum_one_minus_power_parallel(values, head, power, start)
 
 
 def step_sum_one_minus_power_reference(values, head, power, start):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import math
 
+import numba
 import numpy as np
 import xarray as xr
 
@@ -18,7 +19,7 @@ from ..base.checks import check_integer, check_positive
 from ..base.limits import check_allow_large, check_memory
 from ..base.provenance import provenance_attrs
 from ..base.rng import RngLike, seed_from
-from ..base.threads import kernel_threads
+from ..base.threads import kernel_threads, map_on_threads
 from ..traces.trace import Trace
 from . import collective_kernels as _collkernels
 from . import event_output as _simevents
@@ -69,6 +70,38 @@ def _run(table, offsets, work, phases, barrier, detail, ops=False):
     compute[:, order] = sorted_compute
     end_times = np.repeat(np.cumsum(theta)[:, None], n_tasks, axis=1)
     return theta, compute, end_times, None
+
+
+#: runs at several N spread over threads when the largest takes at most this share of a
+#: thread's fair part of the work (task-phases): otherwise it would run alone for longer
+_BALANCE = 1.1
+
+
+def _spread_without_barrier(table, offsets_all, counts, work, phases):
+    """θ per phase of each N without a barrier, the runs spread over numba's threads, one
+    thread per run, or None when they do not spread evenly (then each run takes the
+    threads of a parallel kernel in turn) [trace unit].
+
+    A run at one N needs a barrier per phase between its threads; runs at different N need
+    none. So the runs go to the threads whole (the largest first, each thread taking the
+    next when done): no thread waits for another but at the end, and a thread that loses
+    its CPU to another process holds up nobody (issue #20).
+    """
+    threads = min(numba.get_num_threads(), counts.size)
+    if threads < 2 or counts.max() * threads > _BALANCE * counts.sum():
+        return None
+
+    def run(count):
+        offsets = np.sort(offsets_all[:count], kind="stable")
+        return _simkernels.run_without_barrier_one_thread(table, offsets, work, phases,
+                                                          _CHUNKS, np.zeros((0, 0)))
+
+    largest_first = np.argsort(-counts, kind="stable")
+    thetas = map_on_threads(run, counts[largest_first].tolist(), threads)
+    out = [None] * counts.size
+    for position, theta in zip(largest_first, thetas, strict=True):
+        out[position] = theta
+    return out
 
 
 @functools.lru_cache(maxsize=256)
@@ -229,11 +262,17 @@ def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="r
 
     phase_times, slowdowns, coverages = [], [], []
     detail_vars = {}
+    spread = None if barrier is not None or detail else _spread_without_barrier(
+        table, offsets_all, counts, work, phases)
     with kernel_threads():  # the free CPUs counted once for all the N
-        for count in counts:
-            offsets = np.ascontiguousarray(offsets_all[:count])
-            theta, compute, end_times, op_ends = _run(table, offsets, work, phases, barrier,
-                                                      detail, ops=events and barrier is not None)
+        for index, count in enumerate(counts):
+            if spread is not None:
+                theta = spread[index]
+            else:
+                offsets = np.ascontiguousarray(offsets_all[:count])
+                theta, compute, end_times, op_ends = _run(
+                    table, offsets, work, phases, barrier, detail,
+                    ops=events and barrier is not None)
             if barrier is None:  # without jitter every phase takes exactly w
                 reference = work
             else:

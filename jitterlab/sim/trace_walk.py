@@ -15,7 +15,6 @@ the jitter met on the way; the kernels (:mod:`jitterlab.sim.replay_kernels`,
 from __future__ import annotations
 
 import math
-from types import FunctionType
 
 import numba
 import numpy as np
@@ -23,6 +22,8 @@ from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
+
+from ..base.threads import one_thread_copy
 
 __all__ = ["START", "COMPUTED", "JITTER", "TIE", "CACHED_TABLE", "PREFETCH_AHEAD", "trace_table",
            "prefetch_row", "row_value", "table_address", "precedes", "search_rows",
@@ -321,21 +322,3 @@ def advance(table, x, cpu, hint, finish_hint):
     counted; a start inside a jitter first waits out its remainder.
     """
     return advance_at(table_address(table), table.shape[0] - 1, x, cpu, hint, finish_hint)
-
-
-def one_thread_copy(kernel, name):
-    """``kernel`` compiled without numba's parallel layer: its ``prange`` loops run as plain
-    loops, in the same order with the same arithmetic (so the same results, bit for bit).
-
-    On one thread the parallel layer still opens a region per phase or tree level, and the
-    loops inside a region are compiled as separate functions that the compiler cannot
-    optimise together with the loop around them: the one-thread kernels are 5-10 % faster
-    (issue #20). The copy gets its own name, so that numba's disk cache (keyed by name and
-    code, not by the ``parallel`` option) keeps the two compilations apart.
-    """
-    source = kernel.py_func
-    function = FunctionType(source.__code__, source.__globals__, name, source.__defaults__)
-    function.__qualname__ = name
-    function.__doc__ = f"{source.__name__} on one thread (same results); see one_thread_copy."
-    return numba.njit(cache=True)(function)
-
