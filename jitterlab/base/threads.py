@@ -131,28 +131,27 @@ def kernel_threads(size: int | None = None, minimum: int = 0):
     such as ``max_of_n`` over many N) the CPUs are not counted again: the outer decision
     holds, so the count costs once per call.
     """
-    before = numba.get_num_threads()
-    depth = getattr(_decided, "depth", 0)
-    if depth:  # a kernel inside a call that has counted the CPUs already
-        count = 1 if size is not None and size < minimum else before
+    if getattr(_decided, "depth", 0):  # inside a call that has counted the CPUs already
+        count = 1 if size is not None and size < minimum else numba.get_num_threads()
     else:
         count = _threads_for(size, minimum)
-    numba.set_num_threads(count)
-    _decided.depth = depth + 1
-    try:
+    with _decision(count):
         yield
-    finally:
-        _decided.depth = depth
-        numba.set_num_threads(before)
 
 
-@contextmanager
 def one_thread():
     """Run the enclosed kernel calls on one thread, as an outer :func:`kernel_threads` that
     decided one thread: the kernel calls inside do not count the CPUs again."""
+    return _decision(1)
+
+
+@contextmanager
+def _decision(count: int):
+    """numba's threads set to ``count`` while the block runs, as a decision that the
+    kernel calls inside keep."""
     before = numba.get_num_threads()
     depth = getattr(_decided, "depth", 0)
-    numba.set_num_threads(1)
+    numba.set_num_threads(count)
     _decided.depth = depth + 1
     try:
         yield
