@@ -252,6 +252,22 @@ def test_redrawn_png_is_a_new_figure_to_the_pixel(trace):
                                 rows[:10], columns[:10])
 
 
+def test_kept_layer_paints_its_pixels_over_an_image():
+    """A kept layer paints opaque pixels as they are, leaves transparent ones alone and
+    blends the others by their opacity (straight alpha, as Agg draws)."""
+    from jitterlab.plotting.explorer import KeptLayer
+
+    layer = np.zeros((2, 3, 4), dtype=np.uint8)
+    layer[0, 0] = [10, 20, 30, 255]  # opaque
+    layer[1, 2] = [0, 0, 0, 51]  # black at 20 %
+    image = np.full((2, 3, 4), 200, dtype=np.uint8)
+    KeptLayer(layer).paint(image)
+    expected = np.full((2, 3, 4), 200, dtype=np.uint8)
+    expected[0, 0, :3] = [10, 20, 30]
+    expected[1, 2, :3] = 160  # 0.2 · 0 + 0.8 · 200
+    assert_array_equal(image, expected)
+
+
 def test_png_bytes_round_trip_and_bad_input():
     from jitterlab.plotting.explorer import png_bytes
 
