@@ -132,18 +132,19 @@ def test_map_on_threads_hands_an_error_to_the_caller_and_gives_the_setting_back(
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
-def test_runs_at_several_n_spread_over_threads_give_the_same_phase_times(monkeypatch):
+@pytest.mark.parametrize("barrier", [None, jl.TreeBarrier(send=1e-6, recv=1e-6, latency=5e-6)])
+def test_runs_at_several_n_spread_over_threads_give_the_same_phase_times(monkeypatch, barrier):
     from jitterlab.sim import simulate as simulate_module
 
     trace = jl.synthetic_trace(duration=2.0, rng=7)
     n = 2 ** np.arange(0, 11)  # the largest is half the task-phases: spread over the threads
     spreads = []
-    original = simulate_module._spread_without_barrier
-    monkeypatch.setattr(simulate_module, "_spread_without_barrier",
+    original = simulate_module._spread
+    monkeypatch.setattr(simulate_module, "_spread",
                         lambda *args: spreads.append(original(*args)) or spreads[-1])
-    spread = jl.simulate(trace, n=n, work=1e-3, phases=20, rng=5)
+    spread = jl.simulate(trace, n=n, work=1e-3, phases=20, barrier=barrier, rng=5)
     assert spreads[0] is not None
-    monkeypatch.setattr(simulate_module, "_spread_without_barrier", lambda *args: None)
-    in_turn = jl.simulate(trace, n=n, work=1e-3, phases=20, rng=5)
+    monkeypatch.setattr(simulate_module, "_spread", lambda *args: None)
+    in_turn = jl.simulate(trace, n=n, work=1e-3, phases=20, barrier=barrier, rng=5)
     np.testing.assert_array_equal(spread.phase_time.values, in_turn.phase_time.values)
     np.testing.assert_array_equal(spread.slowdown.values, in_turn.slowdown.values)

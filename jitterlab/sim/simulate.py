@@ -75,26 +75,33 @@ def _run(table, offsets, work, phases, barrier, detail, ops=False):
 #: runs at several N spread over threads when the largest takes at most this share of a
 #: thread's fair part of the work (task-phases): otherwise it would run alone for longer
 _BALANCE = 1.1
+#: numba threading layers on which kernels may be launched from several threads at once
+_THREAD_SAFE_LAYERS = ("omp", "tbb")
 
 
-def _spread_without_barrier(table, offsets_all, counts, work, phases):
-    """θ per phase of each N without a barrier, the runs spread over numba's threads, one
-    thread per run, or None when they do not spread evenly (then each run takes the
-    threads of a parallel kernel in turn) [trace unit].
+def _spread(table, offsets_all, counts, work, phases, barrier):
+    """θ per phase of each N, the runs spread over numba's threads, one thread per run, or
+    None when they do not spread evenly (then each run takes the threads of a parallel
+    kernel in turn) [trace unit].
 
-    A run at one N needs a barrier per phase between its threads; runs at different N need
-    none. So the runs go to the threads whole (the largest first, each thread taking the
-    next when done): no thread waits for another but at the end, and a thread that loses
-    its CPU to another process holds up nobody (issue #20).
+    A run at one N needs a barrier per phase (or per tree level) between its threads; runs
+    at different N need none. So the runs go to the threads whole (the largest first, each
+    thread taking the next when done): no thread waits for another but at the end, and a
+    thread that loses its CPU to another process holds up nobody (issue #20). Without a
+    barrier or with a :class:`TreeBarrier` (whose one-thread kernels release the GIL).
     """
     threads = min(numba.get_num_threads(), counts.size)
-    if threads < 2 or counts.max() * threads > _BALANCE * counts.sum():
+    if (threads < 2 or counts.max() * threads > _BALANCE * counts.sum()
+            or not (barrier is None or isinstance(barrier, TreeBarrier))):
+        return None
+    # the tree's set-up kernels open (one-thread) parallel regions, from several threads at
+    # once (numba.get_num_threads above has started the threading layer)
+    if barrier is not None and numba.threading_layer() not in _THREAD_SAFE_LAYERS:
         return None
 
     def run(count):
-        offsets = np.sort(offsets_all[:count], kind="stable")
-        return _simkernels.run_without_barrier_one_thread(table, offsets, work, phases,
-                                                          _CHUNKS, np.zeros((0, 0)))
+        offsets = np.ascontiguousarray(offsets_all[:count])
+        return _run(table, offsets, work, phases, barrier, False)[0]
 
     largest_first = np.argsort(-counts, kind="stable")
     thetas = map_on_threads(run, counts[largest_first].tolist(), threads)
@@ -262,8 +269,7 @@ def simulate(trace, n=None, work: float | None = None, phases: int = 1, start="r
 
     phase_times, slowdowns, coverages = [], [], []
     detail_vars = {}
-    spread = None if barrier is not None or detail else _spread_without_barrier(
-        table, offsets_all, counts, work, phases)
+    spread = None if detail else _spread(table, offsets_all, counts, work, phases, barrier)
     with kernel_threads():  # the free CPUs counted once for all the N
         for index, count in enumerate(counts):
             if spread is not None:
