@@ -25,12 +25,13 @@ import functools
 import math
 import time
 
+import numba
 import numpy as np
 import xarray as xr
 
 from .analytic.bounds import theorem1_bounds
 from .base.checks import check_integer, check_positive
-from .base.threads import kernel_threads
+from .base.threads import map_on_threads
 from .noise import NoiseModel, Periodic, from_trace
 from .sim.barriers import TreeBarrier
 from .sim.collectives import Dissemination, RecursiveDoubling
@@ -174,13 +175,6 @@ def _drawn_trace(noise: NoiseModel, work: float, events: int, seed: int) -> Trac
     return law_trace(noise, work, events, rng=seed)
 
 
-#: below this many tasks in all (the sum of the simulated N) the explorer's runs with a
-#: barrier take one thread: their tree levels or rounds are too small for a second one to
-#: gain on what each parallel region costs, and a second thread waits for its CPU beside
-#: a busy process [-]
-ONE_THREAD_TASKS = 2**13
-
-
 @functools.lru_cache(maxsize=2)
 def _trace_law(trace: Trace, work: float) -> NoiseModel:
     """The law of δ met by work w on ``trace`` (:func:`jitterlab.noise.from_trace`), one
@@ -201,15 +195,18 @@ def _run_means(trace: Trace, work: float, sim_n: tuple, phases: int, model,
                seeds: tuple) -> np.ndarray:
     """Mean phase time of each run (one seed each) at each simulated N [s], shape (runs, N).
 
+    The runs are independent, so they go to numba's threads whole, one thread per run
+    (:func:`jitterlab.base.threads.map_on_threads`): no thread waits for another but at
+    the end, and one that loses its CPU to another process holds up nobody (the tree's
+    runs 55 -> 37 ms on two threads, quiet; the same results bit for bit, issue #20).
     Kept for the next redraw (traces compare by identity; they are read-only): a change of
     the largest N of the analytic curves replays nothing (about 60 ms per redraw, #20)."""
-    # the barrier-free kernel gains from a second free CPU (88 against 125 ms on one
-    # thread, quiet); the barriers' kernels do not (70 against 94 ms for the tree)
-    size, minimum = (None, 0) if model is None else (sum(sim_n), ONE_THREAD_TASKS)
-    with kernel_threads(size, minimum):  # the CPUs counted once for the runs
-        per_run = np.array([
-            simulate(trace, list(sim_n), work, phases=phases, barrier=model, rng=seed)
-            ["phase_time"].mean("phase").values for seed in seeds])
+    def mean_phase_times(seed: int) -> np.ndarray:
+        return simulate(trace, list(sim_n), work, phases=phases, barrier=model,
+                        rng=seed)["phase_time"].mean("phase").values
+
+    threads = min(numba.get_num_threads(), len(seeds))
+    per_run = np.array(map_on_threads(mean_phase_times, list(seeds), threads))
     per_run.flags.writeable = False
     return per_run
 
