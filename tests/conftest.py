@@ -153,7 +153,7 @@ def next_share(counter: Path) -> int:
 def warm_numba_cache(variants=WARM_UP_VARIANTS, shared: Path | None = None) -> str:
     """Compile (or load from the cache) the numba kernels that the tests and notebooks call,
     through the public API on small inputs: the one-thread variants, the parallel ones or
-    both, in that order (:func:`jitterlab.threads.kernel_threads` picks either, by the free
+    both, in that order (:func:`jitterlab.base.threads.kernel_threads` picks either, by the free
     CPUs); returns what it did, in one line.
 
     With ``shared`` (a counter file, :func:`next_share`) several processes share the work:
@@ -390,8 +390,90 @@ def pytest_sessionfinish(session):
         background.stop()
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--cpu-durations", type=int, default=None, metavar="N",
+        help="show the N tests that took the most CPU time: user + system time of the test's "
+             "process and of the children it waited for, setup + call + teardown [s] (N=0: "
+             "all); and the tests that mostly waited (wall time well above CPU time)")
+
+
+CPU_MARK = pytest.StashKey[float]()  # the process's CPU time at the end of the last phase [s]
+CPU_PROPERTY = "cpu_seconds"  # the report's user property holding its phase's CPU time [s]
+WAITING_SHOWN = 15  # tests listed as waiting by --cpu-durations
+
+
+def process_cpu_seconds() -> float:
+    """User + system time of this process (all its threads) and of the children it has
+    waited for [s]. A child still running, or never waited for, is not counted."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
+def pytest_runtest_logstart(nodeid, location):
+    """--cpu-durations: the CPU time at the start of a test (before its setup)."""
+    _cpu_start[0] = process_cpu_seconds()
+
+
+_cpu_start = [0.0]  # the CPU time at the start of the current test [s] (one test at a time)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """--cpu-durations: each phase's report carries the CPU time the phase took, as the user
+    property ``cpu_seconds`` (a list of its own, so it travels from an xdist worker alone)."""
+    report = yield
+    if item.config.getoption("cpu_durations") is not None:
+        now = process_cpu_seconds()
+        start = item.stash.get(CPU_MARK, None) if call.when != "setup" else None
+        used = now - (_cpu_start[0] if start is None else start)
+        item.stash[CPU_MARK] = now
+        report.user_properties = [*report.user_properties, (CPU_PROPERTY, used)]
+    return report
+
+
+def pytest_runtest_logreport(report):
+    """--cpu-durations (in the controller under xdist): add up each test's phases."""
+    for name, value in report.user_properties:
+        if name == CPU_PROPERTY:
+            cpu, wall = _cpu_per_test.get(report.nodeid, (0.0, 0.0))
+            _cpu_per_test[report.nodeid] = (cpu + value, wall + report.duration)
+
+
+_cpu_per_test: dict = {}  # node id -> (CPU time, wall time) of setup + call + teardown [s]
+
+
+def cpu_durations_lines(per_test: dict, shown: int) -> list:
+    """The lines of --cpu-durations' summary: the ``shown`` tests (0: all) with the most CPU
+    time, then those that waited most (wall time above twice their CPU time)."""
+    total_cpu = sum(cpu for cpu, _ in per_test.values())
+    total_wall = sum(wall for _, wall in per_test.values())
+    ranked = sorted(per_test.items(), key=lambda entry: -entry[1][0])
+    lines = [f"CPU time of {len(per_test)} tests: {total_cpu:.1f} CPU-s in {total_wall:.1f} s "
+             f"of the workers' wall time (setup + call + teardown, with waited-for children)",
+             "    CPU-s   wall-s  test"]
+    lines += [f"{cpu:9.2f}{wall:9.2f}  {nodeid}"
+              for nodeid, (cpu, wall) in ranked[:shown or None]]
+    waiting = sorted(((wall - cpu, nodeid, cpu, wall)
+                      for nodeid, (cpu, wall) in per_test.items()
+                      if wall > 2 * cpu and wall - cpu > 1.0), reverse=True)
+    if waiting:
+        lines += [f"tests that mostly waited (wall time above twice their CPU time; "
+                  f"{min(WAITING_SHOWN, len(waiting))} of {len(waiting)}):",
+                  "    CPU-s   wall-s  test"]
+        lines += [f"{cpu:9.2f}{wall:9.2f}  {nodeid}"
+                  for _, nodeid, cpu, wall in waiting[:WAITING_SHOWN]]
+    return lines
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    """How long the numba warm-up took, and its errors (a broken warm-up only costs time)."""
+    """How long the numba warm-up took, and its errors (a broken warm-up only costs time);
+    with --cpu-durations, the CPU time per test."""
+    shown = config.getoption("cpu_durations")
+    if shown is not None and _cpu_per_test:
+        terminalreporter.write_sep("=", "CPU time per test (--cpu-durations)")
+        for line in cpu_durations_lines(_cpu_per_test, shown):
+            terminalreporter.write_line(line)
     if getattr(config, "jitterlab_warmed", None):
         terminalreporter.write_line(config.jitterlab_warmed)
     warm_up = getattr(config, "jitterlab_warm_up", None)
