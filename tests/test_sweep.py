@@ -14,6 +14,10 @@ import numpy as np
 import pytest
 import xarray as xr
 
+# the points that kill their worker: a module of their own, which a restarted worker imports
+# in 0.8 CPU-s instead of this one's 2.5 (sweep_points.py)
+from sweep_points import exits_always, exits_at_three
+
 import jitterlab as jl
 from jitterlab import sweep_tasks  # the points' evaluation (serial and Dask)
 from jitterlab.sweep import SweepWarning, local_cluster, point_seeds, sweep
@@ -498,14 +502,6 @@ def test_a_point_returning_no_dataset_fails_alone():
 # --------------------------------------------------------------------------- a point that kills
 
 
-def exits_at_three(k, work, offset):
-    """Ends its worker process at k = 3, work = 2, as a segfault or the out-of-memory killer
-    would."""
-    if k == 3 and work == 2.0:
-        os._exit(1)
-    return xr.Dataset({"value": ((), k * work + float(offset.sum()))})
-
-
 @pytest.fixture
 def fragile_cluster():
     """Two one-thread worker processes with Dask's default allowed-failures (3): the sweep
@@ -579,13 +575,6 @@ def test_a_point_that_kills_its_worker_fails_alone_and_the_sweep_ends(fragile_cl
     # alone), not the four of allowed-failures 3 (the scheduler's cap, which only the first,
     # unbound round can still reach when the sweep sees the deaths late): 12 before
     assert 3 <= worker_deaths(fragile_client) <= 4 + 1 + 1
-
-
-def exits_always(k):
-    """Kills its worker at every point, as points too big for a worker's memory would."""
-    if k >= 0:
-        os._exit(1)
-    return xr.Dataset({"value": ((), float(k))})
 
 
 def test_a_sweep_whose_points_all_kill_workers_stops_fast_naming_them(fragile_client,
