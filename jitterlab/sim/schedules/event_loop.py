@@ -34,6 +34,19 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..event_queue import (
+    CHUNK,
+    FILL,
+    NEXT,
+    bit_length,
+    fifo_room,
+    heap_pop,
+    heap_push,
+    more_chunks,
+    new_chunks,
+    radix_spread,
+    resized,
+)
 from .costs import NO_NOISE, operation_noise, per_byte, receive_bytes
 from .parking import parking_allowed, rescan
 from .sorting import std_sort
@@ -46,30 +59,6 @@ _SEND, _RECV, _CALC = 1, 2, 3
 #: rows of the per-operation times of :func:`simulate_with_matches`
 TIME_FIELDS = ("start", "cpu_start", "cpu_end", "noise", "complete")
 START, CPU_START, CPU_END, NOISE, COMPLETE = range(len(TIME_FIELDS))
-
-
-# --------------------------------------------------------------------------------------
-# the event queue (written out in simulate_with_matches): a radix queue, and a binary heap
-# for past events
-
-@numba.njit(cache=True, inline="always")
-def _bit_length(x):
-    """Number of bits of x > 0 (the radix queue's bucket of a time x = t ^ last)."""
-    b = 1
-    shift = 32
-    while shift > 0:  # binary search of the highest bit
-        if x >> shift:
-            x >>= shift
-            b += shift
-        shift >>= 1
-    return b
-
-
-@numba.njit(cache=True)
-def _resized(array, capacity):
-    bigger = np.empty(capacity, dtype=array.dtype)
-    bigger[:array.size] = array
-    return bigger
 
 
 @numba.njit(cache=True, inline="always")
@@ -129,17 +118,11 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
     uq_head = np.full(n_channels, -1, dtype=np.int32)
     uq_tail = np.full(n_channels, -1, dtype=np.int32)
     q_next = np.empty(n, dtype=np.int32)  # queue links (n < 2**31)
-    # The event queue, in (time, stamp) order. Times handed out are monotone except
-    # rarely (a CPU of a host other than the one just handled, a 0-byte message with
-    # O > o): those "past" events go to a binary heap (ht, hs, hc; size_q) that is
-    # served first. All other events are in a radix queue keyed by time: ``last`` is
-    # the time of the latest event taken from it; events at ``last`` wait in ``fifo``
-    # (key = stamp << code_bits | code, kept sorted, so in stamp order), an event at
-    # a later time in bucket b = bit length of (time ^ last), a linked list through
-    # the node pool (pool_t, pool_k, pool_next). When the fifo is empty, the lowest
-    # non-empty bucket is spread: its least time becomes ``last``, its events at that
-    # time fill the fifo (sorted) and the others move to lower buckets. Each event is
-    # handled in O(1) amortized, and the order is exactly the heap's.
+    # The event queue, in (time, stamp) order (:mod:`jitterlab.sim.event_queue`). Times
+    # handed out are monotone except rarely (a CPU of a host other than the one just
+    # handled, a 0-byte message with O > o): those "past" events go to a binary heap
+    # (ht, hs, hc; size_q) that is served first. All other events are in a radix queue
+    # keyed by time (``last``, ``fifo``, buckets of chunks), O(1) amortized per event.
     capacity = 64
     ht = np.empty(capacity, dtype=np.int64)
     hs = np.empty(capacity, dtype=np.int64)
@@ -155,15 +138,7 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
     fifo = np.empty(1024, dtype=np.int64)
     f_head = 0
     f_tail = 0
-    bucket_head = np.full(65, -1, dtype=np.int64)
-    bucket_min = np.full(65, np.iinfo(np.int64).max, dtype=np.int64)
-    pool_t = np.empty(1024, dtype=np.int64)
-    pool_k = np.empty(1024, dtype=np.int64)
-    pool_next = np.empty(1024, dtype=np.int64)
-    for q in range(pool_next.size - 1):
-        pool_next[q] = q + 1
-    pool_next[pool_next.size - 1] = -1
-    free_node = 0
+    bucket_head, bucket_tail, bucket_min, chunks, free_chunk = new_chunks()
     widest = 1
     for r in range(p):
         widest = max(widest, rank_offsets[r + 1] - rank_offsets[r])
@@ -200,7 +175,7 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
         std_sort(order, 0, count, kind)
         for k in range(count):  # all at time 0 = last, in stamp order
             if f_tail == fifo.size:
-                fifo = _resized(fifo, 2 * fifo.size)
+                fifo = resized(fifo, 2 * fifo.size)
             fifo[f_tail] = (stamp << code_bits) | order[k]
             f_tail += 1
             stamp += 1
@@ -208,44 +183,12 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
     while True:
         if size_q == 0:  # the radix queue
             if f_head == f_tail:  # spread the lowest non-empty bucket
-                b = 1
-                while b < 65 and bucket_head[b] < 0:
-                    b += 1
-                if b == 65:
+                least, f_tail, fifo, chunks, free_chunk = radix_spread(
+                    bucket_head, bucket_tail, bucket_min, chunks, free_chunk, fifo)
+                if least < 0:
                     break
-                least = bucket_min[b]
-                node = bucket_head[b]
-                bucket_head[b] = -1
-                bucket_min[b] = np.iinfo(np.int64).max
-                f_head = 0
-                f_tail = 0
-                while node >= 0:
-                    following = pool_next[node]
-                    when = pool_t[node]
-                    if when == least:
-                        if f_tail == fifo.size:
-                            fifo = _resized(fifo, 2 * fifo.size)
-                        fifo[f_tail] = pool_k[node]
-                        f_tail += 1
-                        pool_next[node] = free_node
-                        free_node = node
-                    else:
-                        nb = _bit_length(when ^ least)
-                        pool_next[node] = bucket_head[nb]
-                        bucket_head[nb] = node
-                        if when < bucket_min[nb]:
-                            bucket_min[nb] = when
-                    node = following
                 last = least
-                if f_tail > 1:  # in stamp order; a bucket's list is mostly its pushes
-                    rising = 0  # reversed, so test for that before sorting
-                    for q in range(1, f_tail):
-                        if fifo[q] > fifo[q - 1]:
-                            rising += 1
-                    if rising == 0:
-                        fifo[:f_tail] = fifo[:f_tail][::-1].copy()
-                    elif rising < f_tail - 1:
-                        fifo[:f_tail].sort()
+                f_head = 0
             t = last
             key = fifo[f_head]
             f_head += 1
@@ -254,25 +197,8 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
             events += 1
         else:  # a past event: the binary heap
             t, st, code = ht[0], hs[0], hc[0]
-            size_q -= 1
+            size_q = heap_pop(ht, hs, hc, size_q)
             events += 1
-        if size_q > 0:  # the heap's last entry sifts down from the top (inlined: a call
-            lt, ls, lc = ht[size_q], hs[size_q], hc[size_q]  # per event costs 3x)
-            parent = 0
-            while True:
-                child = 2 * parent + 1
-                if child >= size_q:
-                    break
-                if child + 1 < size_q and (ht[child + 1] < ht[child] or (
-                        ht[child + 1] == ht[child] and hs[child + 1] < hs[child])):
-                    child += 1
-                ct = ht[child]
-                if ct < lt or (ct == lt and hs[child] < ls):
-                    ht[parent], hs[parent], hc[parent] = ct, hs[child], hc[child]
-                    parent = child
-                else:
-                    break
-            ht[parent], hs[parent], hc[parent] = lt, ls, lc
         taken = False
         if code >= 2 * n:  # a host's token: its least parked event, unless outdated
             h = code - 2 * n
@@ -518,12 +444,7 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
             time_, stamp_, code_ = pend_t[q], pend_s[q], pend_c[q]
             if time_ == last:  # into the fifo, at its place by stamp (a retry's is old)
                 if f_tail == fifo.size:
-                    if f_head > 0:
-                        fifo[:f_tail - f_head] = fifo[f_head:f_tail].copy()
-                        f_tail -= f_head
-                        f_head = 0
-                    else:
-                        fifo = _resized(fifo, 2 * fifo.size)
+                    fifo, f_head, f_tail = fifo_room(fifo, f_head, f_tail)
                 key = (stamp_ << code_bits) | code_
                 place = f_tail
                 while place > f_head and fifo[place - 1] > key:
@@ -531,42 +452,34 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
                     place -= 1
                 fifo[place] = key
                 f_tail += 1
-                continue
-            if time_ > last:  # into bucket bit_length(time ^ last)
-                if free_node < 0:
-                    old = pool_t.size
-                    pool_t = _resized(pool_t, 2 * old)
-                    pool_k = _resized(pool_k, 2 * old)
-                    pool_next = _resized(pool_next, 2 * old)
-                    for node in range(old, 2 * old - 1):
-                        pool_next[node] = node + 1
-                    pool_next[2 * old - 1] = -1
-                    free_node = old
-                node = free_node
-                free_node = pool_next[node]
-                nb = _bit_length(time_ ^ last)
-                pool_t[node] = time_
-                pool_k[node] = (stamp_ << code_bits) | code_
-                pool_next[node] = bucket_head[nb]
-                bucket_head[nb] = node
+            elif time_ > last:  # radix_push written out (as a call: 1.4x slower loop)
+                nb = bit_length(time_ ^ last)
+                tail = bucket_tail[nb]
+                if tail < 0 or chunks[tail, FILL] == CHUNK:
+                    if free_chunk < 0:
+                        chunks, free_chunk = more_chunks(chunks)
+                    node = free_chunk
+                    free_chunk = chunks[node, NEXT]
+                    chunks[node, NEXT] = -1
+                    chunks[node, FILL] = 0
+                    if tail < 0:
+                        bucket_head[nb] = node
+                    else:
+                        chunks[tail, NEXT] = node
+                    bucket_tail[nb] = node
+                    tail = node
+                j = chunks[tail, FILL]
+                chunks[tail, j] = time_
+                chunks[tail, CHUNK + j] = (stamp_ << code_bits) | code_
+                chunks[tail, FILL] = j + 1
                 if time_ < bucket_min[nb]:
                     bucket_min[nb] = time_
-                continue
-            if size_q == capacity:  # a past event: sift up in the binary heap (inlined)
-                capacity *= 2
-                ht, hs = _resized(ht, capacity), _resized(hs, capacity)
-                hc = _resized(hc, capacity)
-            child = size_q
-            while child > 0:
-                parent = (child - 1) >> 1
-                pt = ht[parent]
-                if time_ < pt or (time_ == pt and stamp_ < hs[parent]):
-                    ht[child], hs[child], hc[child] = pt, hs[parent], hc[parent]
-                    child = parent
-                else:
-                    break
-            ht[child], hs[child], hc[child] = time_, stamp_, code_
-            size_q += 1
+            else:  # a past event: into the binary heap
+                if size_q == capacity:
+                    capacity *= 2
+                    ht, hs = resized(ht, capacity), resized(hs, capacity)
+                    hc = resized(hc, capacity)
+                size_q = heap_push(ht, hs, hc, size_q, time_, stamp_, code_)
     left = 0
     for ch in range(n_channels):
         if rq_head[ch] >= 0 or uq_head[ch] >= 0:
