@@ -61,12 +61,21 @@ def _needs_notebook_runs(item) -> bool:
             and getattr(item, "originalname", "") in NOTEBOOK_TESTS)
 
 
-#: tests that share an expensive fixture, as their ``xdist_group`` marks say: path -> (group,
-#: test function or None for the whole module). The scheduler below reads only node ids, and
-#: xdist 3.8's ``NAME@group`` renaming does not reach it under pytest 9.2, so they are named here.
+#: tests that share an expensive fixture, as their ``xdist_group`` marks say, or that must not
+#: run beside each other: path -> (group, test function, tuple of them, or None for the whole
+#: module). The scheduler below reads only node ids, and xdist 3.8's ``NAME@group`` renaming
+#: does not reach it under pytest 9.2, so they are named here.
 SHARED_FIXTURE_GROUPS = {
     "tests/test_docs_site.py": ("docs_site", None),  # the Sphinx site, about 30 CPU-s
     "tests/test_recipes.py": ("recipes_help", "test_help_runs_as_a_module"),  # 8 programs
+    # the live runs with kernel events: a run that starts removes the tracefs instance of a
+    # run killed beside it, which test_tracefs' killed-run test must see its own next run
+    # remove (it tried three times, 37 CPU-s, and the Ctrl-C test failed, with the two
+    # tests on the two workers at once)
+    "tests/test_tracefs.py": ("tracefs", None),
+    "tests/test_attribution.py": ("tracefs", (
+        "test_live_injected_thread_is_attributed_to_it",
+        "test_live_hrtimer_driven_load_is_attributed_with_its_hrtimer")),
 }
 
 
@@ -82,7 +91,8 @@ def notebook_group_scope(nodeid: str) -> str:
     if path.endswith("test_browser.py") and function in NOTEBOOK_TESTS:
         return NOTEBOOK_GROUP
     for module, (group, only) in SHARED_FIXTURE_GROUPS.items():
-        if path.endswith(module) and only in (None, function):
+        if path.endswith(module) and (only is None or function in (
+                (only,) if isinstance(only, str) else only)):
             return group
     return nodeid
 
