@@ -18,8 +18,13 @@ includes reading its binary schedule) and ``jl.simulate_schedule`` on the Schedu
 the kernel's arrays and the xarray result). Both makespans are printed and must agree.
 
 Printed: wall times, their ratio, operations per second and events per second of
-jitterlab, and memory: the Schedule's arrays per operation, and the peak resident memory
-the simulation added (VmHWM, reset before the run, in a fresh child process) per operation.
+jitterlab, its split into the set-up of the kernel's arrays
+(:func:`jitterlab.sim.schedules.arguments.prepare_arguments`), the event loop
+(``kernel.simulate_arrays``) and the rest (checks, result), each the best of
+``--repeat`` separate runs; and memory: the Schedule's arrays per operation, and the peak
+resident memory the simulation added (VmHWM, reset before the run, in a fresh child
+process) per operation. ``--busy`` runs one ``python3 -c "while True: pass"`` at normal
+priority beside the measurements (killed at the end).
 
 Timing-sensitive: run it under the team's measurement lock, at normal priority::
 
@@ -43,7 +48,8 @@ from pathlib import Path
 import numpy as np
 
 import jitterlab as jl
-from jitterlab.sim.schedules import generators
+from jitterlab.sim.schedules import generators, kernel
+from jitterlab.sim.schedules.arguments import prepare_arguments
 
 FINISH = re.compile(r"Maximum finishing time at host \d+: (\d+)")
 WORKLOADS = {
@@ -74,6 +80,23 @@ def child_memory(name: str) -> None:
                       "schedule_bytes": schedule.nbytes, "operations": schedule.n_operations}))
 
 
+def split(schedule, params, repeat: int):
+    """Best-of-``repeat`` wall times [s] of the set-up and of the event loop alone."""
+    setup = loop = np.inf
+    p = schedule.num_ranks
+    for _ in range(repeat):
+        start = time.perf_counter()
+        args, _ = prepare_arguments(schedule, params)
+        middle = time.perf_counter()
+        none, empty = np.zeros(2, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        kernel.simulate_arrays(*args, kernel.NO_NOISE, none, none, np.zeros(p, np.int64),
+                               empty, empty, empty, np.zeros(p, dtype=np.int64))
+        setup = min(setup, middle - start)
+        loop = min(loop, time.perf_counter() - middle)
+        del args
+    return setup, loop
+
+
 def prepare(name: str, workdir: Path, txt2bin: Path):
     schedule = WORKLOADS[name]()
     goal, binary = workdir / f"{name}.goal", workdir / f"{name}.bin"
@@ -91,6 +114,8 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/jitterlab-bench-goal"))
     parser.add_argument("--only", choices=sorted(WORKLOADS), action="append")
     parser.add_argument("--repeat", type=int, default=3, help="jitterlab runs (best kept)")
+    parser.add_argument("--busy", action="store_true",
+                        help="run one busy loop at normal priority beside the measurements")
     parser.add_argument("--child-memory", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_memory:
@@ -99,9 +124,21 @@ def main() -> None:
     args.workdir.mkdir(parents=True, exist_ok=True)
     params = jl.LogGOPS.from_loggopsim()
     jl.simulate_schedule(generators.allreduce_ring(8, 64), params)  # load the kernel
-    print(f"load before: {Path('/proc/loadavg').read_text().strip()}")
-    for name in args.only or DEFAULT:
-        schedule, binary = prepare(name, args.workdir, args.loggopsim / "txt2bin")
+    prepared = [(name, *prepare(name, args.workdir, args.loggopsim / "txt2bin"))
+                for name in args.only or DEFAULT]
+    busy = subprocess.Popen(["python3", "-c", "while True: pass"]) if args.busy else None
+    try:
+        measure(args, params, prepared, busy is not None)
+    finally:
+        if busy is not None:
+            busy.kill()
+            busy.wait()
+
+
+def measure(args, params, prepared, busy: bool) -> None:
+    print(f"load before: {Path('/proc/loadavg').read_text().strip()}"
+          + (" (one busy loop beside)" if busy else ""))
+    for name, schedule, binary in prepared:
         start = time.perf_counter()
         out = subprocess.run([str(args.loggopsim / "LogGOPSim"), "-f", str(binary), "-b"]
                              + params.loggopsim_arguments(), check=True,
@@ -114,6 +151,7 @@ def main() -> None:
             result = jl.simulate_schedule(schedule, params)
             best = min(best, time.perf_counter() - start)
         ours_ns = int(np.rint(float(result["makespan"][0]) * 1e9))
+        setup, loop = split(schedule, params, args.repeat)
         memory = json.loads(subprocess.run(
             [sys.executable, __file__, "--loggopsim", str(args.loggopsim),
              "--child-memory", name], check=True, capture_output=True, text=True).stdout)
@@ -125,6 +163,8 @@ def main() -> None:
               f"{args.repeat}); ratio {loggopsim_s / best:.2f}x")
         print(f"  jitterlab: {n / best / 1e6:.2f} M operations/s, "
               f"{events / best / 1e6:.2f} M events/s")
+        print(f"  split (best of {args.repeat} each): set-up {setup:.3f} s, loop {loop:.3f} s "
+              f"({loop / events * 1e9:.0f} ns/event), rest {max(best - setup - loop, 0):.3f} s")
         print(f"  memory: schedule {memory['schedule_bytes'] / n:.1f} B/operation; "
               f"simulation peak adds {memory['added_kib'] * 1024 / n:.1f} B/operation")
     print(f"load after: {Path('/proc/loadavg').read_text().strip()}")

@@ -29,10 +29,11 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from ...traces.schedule import ANY_SOURCE, ANY_TAG, CALC, RECV, SEND
+from ...traces.schedule import CALC, RECV, SEND
+from . import layout
 
-__all__ = ["schedule_arguments", "KernelArguments", "step_major_order", "successors",
-           "channels", "ALL_EAGER", "STEP_MAJOR_FROM_RANKS"]
+__all__ = ["schedule_arguments", "prepare_arguments", "KernelArguments", "step_major_order",
+           "successors", "channels", "ALL_EAGER", "STEP_MAJOR_FROM_RANKS"]
 
 #: the eager limit [B] that makes every message eager (LogGOPS with S=None)
 ALL_EAGER = 2**62
@@ -201,42 +202,18 @@ def channels(kind, rank, peer, tag):
     return out, count
 
 
-@numba.njit(cache=True)
-def _laid_out(rank_offsets, placement, requires_offsets, irequires_offsets, kind, rank,
-              peer, size, tag, duration, cpu, nic, resolution):
-    """The columns in the step-major numbering, copied a block of ranks at a time (each
-    rank's operations read in order, each step's written side by side)."""
-    n = placement.size
-    p = rank_offsets.size - 1
-    kind_, rank_, peer_ = np.empty_like(kind), np.empty_like(rank), np.empty_like(peer)
-    size_, tag_ = np.empty_like(size), np.empty_like(tag)
-    cpu_, nic_ = np.empty_like(cpu), np.empty_like(nic)
-    calc = np.empty(n, dtype=np.int64)
-    waits = np.empty(n, dtype=np.int32)
-    block = 32
-    for r0 in range(0, p, block):
-        r1 = min(p, r0 + block)
-        widest = 0
-        for r in range(r0, r1):
-            widest = max(widest, rank_offsets[r + 1] - rank_offsets[r])
-        for k in range(widest):
-            for r in range(r0, r1):
-                i = rank_offsets[r] + k
-                if i >= rank_offsets[r + 1]:
-                    continue
-                j = placement[i]
-                kind_[j], rank_[j], peer_[j] = kind[i], rank[i], peer[i]
-                size_[j], tag_[j], cpu_[j], nic_[j] = size[i], tag[i], cpu[i], nic[i]
-                calc[j] = np.int64(np.rint(duration[i] / resolution))
-                waits[j] = (requires_offsets[i + 1] - requires_offsets[i]
-                            + irequires_offsets[i + 1] - irequires_offsets[i])
-    return kind_, rank_, peer_, size_, tag_, calc, cpu_, nic_, waits
-
-
 def schedule_arguments(schedule, params, resolution: float = 1e-12,
                        step_major: bool | None = None) -> KernelArguments:
     """The arguments of :func:`kernel.simulate_with_times` from ``kind`` to
-    ``eager_limit``, the operations renumbered step-major (see the module's docstring).
+    ``eager_limit``: :func:`prepare_arguments`'s first result, which see."""
+    return prepare_arguments(schedule, params, resolution, step_major)[0]
+
+
+def prepare_arguments(schedule, params, resolution: float = 1e-12,
+                      step_major: bool | None = None):
+    """The arguments of :func:`kernel.simulate_with_times` from ``kind`` to
+    ``eager_limit``, the operations renumbered step-major (see the module's docstring),
+    and the longest calc [ticks].
 
     Parameters
     ----------
@@ -251,12 +228,16 @@ def schedule_arguments(schedule, params, resolution: float = 1e-12,
         (False, no copies of the columns); None: step-major from
         :data:`STEP_MAJOR_FROM_RANKS` ranks on. The results are the same.
 
+    Returns
+    -------
+    (KernelArguments, int)
+
     Examples
     --------
     >>> import jitterlab as jl
     >>> from jitterlab.schedules import SEND, RECV, kernel
     >>> ping = jl.Schedule(2, kind=[SEND, RECV], rank=[0, 1], peer=[1, 0], size=[8, 8])
-    >>> args = kernel.schedule_arguments(ping, jl.LogGOPS.from_loggopsim())
+    >>> args, _ = prepare_arguments(ping, jl.LogGOPS.from_loggopsim())
     >>> times, end = kernel.new_operation_times(2), np.zeros(2, dtype=np.int64)
     >>> none = np.zeros(2, dtype=np.int64)
     >>> _ = kernel.simulate_with_times(*args, kernel.NO_NOISE, none, none, none, none[:0],
@@ -269,37 +250,48 @@ def schedule_arguments(schedule, params, resolution: float = 1e-12,
     if n >= 2**31:
         raise ValueError(f"the schedule has {n} operations; the simulation takes fewer "
                          f"than 2**31")
-    rank_offsets = s.rank_offsets
+    p = s.num_ranks
+    offsets = layout.rank_offsets(s.rank, p)
     if step_major is None:
-        step_major = s.num_ranks >= STEP_MAJOR_FROM_RANKS
+        step_major = p >= STEP_MAJOR_FROM_RANKS
+    shift = layout.TILE_SHIFT if step_major else 0  # without renumbering: in order
+    exact, n_cpus, n_nics, filed_offsets, widest_tile = layout.scan(
+        s.kind, s.rank, s.peer, s.tag, s.cpu, s.nic, p, shift)
     if step_major:
-        placement, origin = step_major_order(rank_offsets)
-        kind, rank, peer, size, tag, calc, cpu, nic, waits = _laid_out(
-            rank_offsets, placement, s.requires_offsets, s.irequires_offsets, s.kind,
-            s.rank, s.peer, s.size, s.tag, s.duration, s.cpu, s.nic, float(resolution))
+        kind, rank, peer, size = (np.empty_like(s.kind), np.empty_like(s.rank),
+                                  np.empty_like(s.peer), np.empty_like(s.size))
+        cpu, nic = np.empty_like(s.cpu), np.empty_like(s.nic)
+        tag = np.empty(0 if exact else n, dtype=np.int64)
     else:
-        placement = origin = np.arange(n, dtype=np.int32)
-        kind, rank, peer, size, tag, cpu, nic = (s.kind, s.rank, s.peer, s.size, s.tag,
-                                                 s.cpu, s.nic)
-        calc = np.rint(s.duration / resolution).astype(np.int64)
-        waits = (np.diff(s.requires_offsets) + np.diff(s.irequires_offsets)).astype(np.int32)
-    succ_offsets, succ = successors(n, s.requires_offsets, s.requires, placement)
-    isucc_offsets, isucc = successors(n, s.irequires_offsets, s.irequires, placement)
-    comm = s.kind != CALC
-    exact = not bool(np.any(comm & (s.tag == ANY_TAG))
-                     or np.any((s.kind == RECV) & (s.peer == ANY_SOURCE)))
-    if exact:  # the loop needs no tags: their copy is dropped
-        channel, n_channels = channels(kind, rank, peer, tag)
-        tag = np.zeros(0, dtype=np.int64)
-    else:  # one queue per receiving host, searched in posting order
-        channel = np.where(kind == SEND, peer, rank).astype(np.int32)
-        n_channels = s.num_ranks
-    n_cpus = int(s.cpu.max()) + 1 if n else 1
-    n_nics = int(s.nic.max()) + 1 if n else 1
+        kind, rank, peer, size, cpu, nic = s.kind, s.rank, s.peer, s.size, s.cpu, s.nic
+        tag = np.zeros(0, dtype=np.int64) if exact else s.tag
+    placement, origin = np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32)
+    calc = np.empty(n, dtype=np.int64)
+    waits, channel = np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32)
+    succ_offsets = np.zeros(n + 2, dtype=np.int64)
+    isucc_offsets = np.zeros(n + 2, dtype=np.int64)
+    succ = np.empty(s.requires.size, dtype=np.int32)
+    isucc = np.empty(s.irequires.size, dtype=np.int32)
+    filed = int(filed_offsets[-1]) if exact else 0
+    filed_index, filed_receiver = np.empty(filed, np.int32), np.empty(filed, np.int32)
+    filed_key = np.empty(filed, np.int64)
+    longest_calc = layout.lay_out(
+        offsets, step_major, step_major, exact, s.kind, s.rank, s.peer, s.size, s.tag,
+        s.duration, s.cpu, s.nic, s.requires_offsets, s.requires, s.irequires_offsets,
+        s.irequires, float(resolution), shift, filed_offsets, placement, origin,
+        kind, rank, peer, size, tag, cpu, nic, calc, waits, succ_offsets, isucc_offsets,
+        channel, filed_index, filed_receiver, filed_key)
+    n_channels = layout.link(
+        offsets, exact, s.kind, s.peer, s.tag, s.requires_offsets, s.requires,
+        s.irequires_offsets, s.irequires, shift, filed_offsets, widest_tile,
+        placement, succ_offsets, succ, isucc_offsets, isucc, channel, filed_index,
+        filed_receiver, filed_key)
+    del filed_index, filed_receiver, filed_key
     ticks = [int(np.rint(getattr(params, name) / resolution))
              for name in ("L", "o", "g", "G", "O")]
     eager_limit = ALL_EAGER if params.S is None else int(params.S)
-    return KernelArguments(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets,
-                           placement, origin, succ_offsets, succ, isucc_offsets, isucc,
-                           waits, channel, n_channels, exact, n_cpus, n_nics, *ticks,
-                           eager_limit)
+    arguments = KernelArguments(
+        kind, rank, peer, size, tag, calc, cpu, nic, offsets, placement, origin,
+        succ_offsets[:n + 1], succ, isucc_offsets[:n + 1], isucc, waits, channel,
+        int(n_channels), bool(exact), int(n_cpus), int(n_nics), *ticks, eager_limit)
+    return arguments, int(longest_calc)

@@ -18,6 +18,7 @@ from ...traces.schedule import CALC, KIND_NAMES, Schedule
 from ...traces.trace import Trace
 from ..message import Message
 from . import kernel
+from .arguments import prepare_arguments
 from .loggops import LogGOPS
 from .tracing import events_from_operations
 
@@ -39,13 +40,13 @@ class _Prepared:
         self.schedule = schedule
         self.resolution = resolution
         self.n = schedule.n_operations
-        self.args = kernel.schedule_arguments(schedule, params, resolution)
+        self.args, longest_calc = prepare_arguments(schedule, params, resolution)
         self.rank_offsets = self.args.rank_offsets
         self.exact = self.args.exact
         self.overhead = self.args.overhead
         self.latency = self.args.latency
         #: the longest calc [ticks]
-        self.longest_calc = int(self.args.calc.max()) if self.n else 0
+        self.longest_calc = longest_calc
 
     def arguments(self):
         """The kernel's arguments from ``kind`` to ``eager_limit``."""
