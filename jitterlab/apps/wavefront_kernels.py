@@ -18,6 +18,16 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..sim.event_queue import (
+    CHUNK,
+    FILL,
+    bit_length,
+    fifo_room,
+    more_chunks,
+    new_chunks,
+    radix_spread,
+)
+from ..sim.event_queue import NEXT as CHUNK_NEXT
 from ..sim.replay_kernels import (
     ARRIVE_X,
     ARRIVE_Y,
@@ -32,12 +42,6 @@ from ..sim.replay_kernels import (
 __all__ = ["run_passes", "new_state"]
 
 NO_NOISE, TRACE, DELTA = 0, 1, 2
-
-
-
-
-
-
 
 
 @numba.njit(cache=True, inline="always")
@@ -222,60 +226,13 @@ def pipeline_pieces(px, py, corners, blocks, iterations, work, send, recv, wire_
 # program reaches the receive. Events are ordered by time, then by creation (a retried
 # event keeps its place), as in LogGOPSim built with strict ordering.
 #
-# An event is (time, stamp, what): ``what`` = rank·8 + kind·4 + slot (kind 0: the rank's
-# current operation, 1: a message into face ``slot``), so it needs no record of its own.
-# The queue is a binary heap of the three, side by side (the comparisons read no other
-# array); its operations are inlined in numba's IR (a call passing arrays would pay
-# reference counting on every event).
+# An event is a time and a key = stamp << what bits | what, ``what`` = rank·8 + kind·4 +
+# slot (kind 0: the rank's current operation, 1: a message into face ``slot``), so it
+# needs no record of its own. No event is dated before the latest, so the queue is
+# :mod:`jitterlab.sim.event_queue`'s radix queue, its push written out in the loop (a
+# call passing arrays pays reference counting on every event).
 
 _MSG_BIT = 4
-
-
-@numba.njit(cache=True, inline="always")
-def _heap_push(heap_t, heap_s, heap_w, size, t, s, w):
-    """Put (t, s, w) into the heap of ``size`` entries (room checked by the caller)."""
-    child = size
-    while child > 0:
-        parent = (child - 1) >> 1
-        pt = heap_t[parent]
-        if t < pt or (t == pt and s < heap_s[parent]):
-            heap_t[child], heap_s[child], heap_w[child] = pt, heap_s[parent], heap_w[parent]
-            child = parent
-        else:
-            break
-    heap_t[child], heap_s[child], heap_w[child] = t, s, w
-    return size + 1
-
-
-@numba.njit(cache=True, inline="always")
-def _heap_pop(heap_t, heap_s, heap_w, size):
-    """Remove the least entry (read it from index 0 first); returns the new size."""
-    size -= 1
-    t, s, w = heap_t[size], heap_s[size], heap_w[size]
-    parent = 0
-    while True:
-        child = 2 * parent + 1
-        if child >= size:
-            break
-        right = child + 1
-        if right < size and (heap_t[right] < heap_t[child] or (
-                heap_t[right] == heap_t[child] and heap_s[right] < heap_s[child])):
-            child = right
-        ct = heap_t[child]
-        if ct < t or (ct == t and heap_s[child] < s):
-            heap_t[parent], heap_s[parent], heap_w[parent] = ct, heap_s[child], heap_w[child]
-            parent = child
-        else:
-            break
-    heap_t[parent], heap_s[parent], heap_w[parent] = t, s, w
-    return size
-
-
-@numba.njit(cache=True)
-def _doubled(array):
-    bigger = np.empty(2 * array.size, dtype=array.dtype)
-    bigger[:array.size] = array
-    return bigger
 
 
 @numba.njit(cache=True, inline="always")
@@ -314,51 +271,77 @@ def run_on_arrival(px, py, corners, blocks, iterations, work, send, recv, wire_x
     n_sweeps = corners.shape[0]
     per_iteration = n_sweeps * blocks
     n_passes = iterations * per_iteration
-    capacity = 4 * n_ranks + 8  # one pending operation per rank, in-flight messages
-    heap_t = np.empty(capacity, dtype=np.int64)
-    heap_s = np.empty(capacity, dtype=np.int64)
-    heap_w = np.empty(capacity, dtype=np.int64)
+    what_bits = 3
+    while (1 << what_bits) < 8 * n_ranks:
+        what_bits += 1
+    what_mask = (1 << what_bits) - 1
+    if what_bits + np.log2(7.0 * n_ranks * (n_passes + 1)) > 62:  # stamps: below 7 a pass
+        raise ValueError("the wavefront has too many ranks × passes for the event queue")
     cpu_free = np.zeros(n_ranks, dtype=np.int64)
     pass_of = np.zeros(n_ranks, dtype=np.int64)
     step_of = np.zeros(n_ranks, dtype=np.int64)
     waiting = np.full(n_ranks, -1, dtype=np.int64)     # neighbour slot of a posted receive
     unmatched = np.zeros(4 * n_ranks, dtype=np.int64)  # messages taken, not yet received
     pass_end = np.zeros(n_passes, dtype=np.int64)
+    pass_dx = np.empty(n_passes + 1, dtype=np.int64)  # each pass's sweep direction
+    pass_dy = np.empty(n_passes + 1, dtype=np.int64)
+    for g in range(n_passes + 1):
+        sweep = (g // blocks) % n_sweeps
+        pass_dx[g], pass_dy[g] = corners[sweep, 0], corners[sweep, 1]
+    column = np.empty(n_ranks, dtype=np.int64)  # each rank's place on the grid
+    row = np.empty(n_ranks, dtype=np.int64)
+    for rank in range(n_ranks):
+        column[rank], row[rank] = rank % px, rank // px
     state = np.zeros((n_ranks if mode == 1 else 0, 8))
     if mode == 1:
         state[:, NEXT] = -np.inf
+    bucket_head, bucket_tail, bucket_min, chunks, free_chunk = new_chunks()
+    fifo = np.empty(max(n_ranks, 16), dtype=np.int64)  # the events at ``last``
+    last = 0
+    f_head = 0
+    f_tail = 0
     stamp = 0
-    size = 0
     events = 0
-    for rank in range(n_ranks):
+    for rank in range(n_ranks):  # every rank's first operation at time 0
         i, j = rank % px, rank // px
         step = 0
         while not _step_exists(step, i, j, px, py, corners[0, 0], corners[0, 1]):
             step += 1
         step_of[rank] = step
-        size = _heap_push(heap_t, heap_s, heap_w, size, 0, stamp, rank << 3)
+        fifo[f_tail] = (stamp << what_bits) | (rank << 3)
+        f_tail += 1
         stamp += 1
-    while size > 0:
-        t, own_stamp, what = heap_t[0], heap_s[0], heap_w[0]
-        size = _heap_pop(heap_t, heap_s, heap_w, size)
+    while True:
+        if f_head == f_tail:
+            least, f_tail, fifo, chunks, free_chunk = radix_spread(
+                bucket_head, bucket_tail, bucket_min, chunks, free_chunk, fifo)
+            if least < 0:
+                break
+            last = least
+            f_head = 0
+        t = last
+        key = fifo[f_head]
+        f_head += 1
         events += 1
+        what = key & what_mask
         rank = what >> 3
         g = pass_of[rank]
-        sweep = (g // blocks) % n_sweeps
-        dx, dy = corners[sweep, 0], corners[sweep, 1]
+        dx, dy = pass_dx[g], pass_dy[g]
         ready = False  # the rank's current operation completed
+        push_a = push_b = False  # pushes: (time_a, key_a), then (time_b, key_b)
+        time_a = key_a = time_b = key_b = 0
         if what & _MSG_BIT:
             if cpu_free[rank] > t:  # the CPU is busy: the event waits, keeping its stamp
-                size = _heap_push(heap_t, heap_s, heap_w, size, cpu_free[rank], own_stamp,
-                                  what)
-                continue
-            slot = what & 3
-            cpu_free[rank] = _cpu(mode, state, rank, t, recv, table, offsets, scale)
-            if waiting[rank] == slot:
-                waiting[rank] = -1
-                ready = True
+                time_a, key_a, push_a = cpu_free[rank], key, True
             else:
-                unmatched[4 * rank + slot] += 1
+                slot = what & 3
+                cpu_free[rank] = (t + recv if mode != 1 else
+                                  _cpu(mode, state, rank, t, recv, table, offsets, scale))
+                if waiting[rank] == slot:
+                    waiting[rank] = -1
+                    ready = True
+                else:
+                    unmatched[4 * rank + slot] += 1
         else:
             step = step_of[rank]
             if step <= 1:  # a receive, from the x upstream then the y upstream
@@ -369,47 +352,83 @@ def run_on_arrival(px, py, corners, blocks, iterations, work, send, recv, wire_x
                 else:
                     waiting[rank] = wanted
             elif cpu_free[rank] > t:
-                size = _heap_push(heap_t, heap_s, heap_w, size, cpu_free[rank], own_stamp,
-                                  what)
-                continue
+                time_a, key_a, push_a = cpu_free[rank], key, True
             elif step == 2:
-                cpu_free[rank] = _cpu(mode, state, rank, t, work, table, offsets, scale)
+                cpu_free[rank] = (t + work if mode != 1 else
+                                  _cpu(mode, state, rank, t, work, table, offsets, scale))
                 ready = True
             else:
-                cpu_free[rank] = _cpu(mode, state, rank, t, send, table, offsets, scale)
+                cpu_free[rank] = (t + send if mode != 1 else
+                                  _cpu(mode, state, rank, t, send, table, offsets, scale))
                 if step == 3:
                     target, target_slot, wire = rank + dx, (0 if dx > 0 else 1), wire_x
                 else:
                     target, target_slot, wire = rank + dy * px, (2 if dy > 0 else 3), wire_y
-                if size == heap_t.size:  # more messages in flight than room: double it
-                    heap_t, heap_s, heap_w = _doubled(heap_t), _doubled(heap_s), _doubled(heap_w)
-                size = _heap_push(heap_t, heap_s, heap_w, size, cpu_free[rank] + wire, stamp,
-                                  (target << 3) | _MSG_BIT | target_slot)
+                time_a = cpu_free[rank] + wire
+                key_a = (stamp << what_bits) | (target << 3) | _MSG_BIT | target_slot
+                push_a = True
                 stamp += 1
                 ready = True
-        if not ready:
-            continue
-        i, j = rank % px, rank // px
-        step = step_of[rank] + 1
-        while True:  # the rank's next operation in program order
-            if step == 5:
-                if cpu_free[rank] > pass_end[g]:
-                    pass_end[g] = cpu_free[rank]
-                g += 1
-                step = 0
-                if g == n_passes:
+        if ready:
+            i, j = column[rank], row[rank]
+            step = step_of[rank] + 1
+            while True:  # the rank's next operation in program order
+                if step == 5:
+                    if cpu_free[rank] > pass_end[g]:
+                        pass_end[g] = cpu_free[rank]
+                    g += 1
+                    step = 0
+                    if g == n_passes:
+                        break
+                    dx, dy = pass_dx[g], pass_dy[g]
+                if _step_exists(step, i, j, px, py, dx, dy):
                     break
-                sweep = (g // blocks) % n_sweeps
-                dx, dy = corners[sweep, 0], corners[sweep, 1]
-            if _step_exists(step, i, j, px, py, dx, dy):
-                break
-            step += 1
-        pass_of[rank], step_of[rank] = g, step
-        if g < n_passes:
-            if size == heap_t.size:
-                heap_t, heap_s, heap_w = _doubled(heap_t), _doubled(heap_s), _doubled(heap_w)
-            size = _heap_push(heap_t, heap_s, heap_w, size, cpu_free[rank], stamp, rank << 3)
-            stamp += 1
+                step += 1
+            pass_of[rank], step_of[rank] = g, step
+            if g < n_passes:
+                time_b, key_b = cpu_free[rank], (stamp << what_bits) | (rank << 3)
+                push_b = True
+                stamp += 1
+        for q in range(2):
+            if q == 0:
+                if not push_a:
+                    continue
+                when, key = time_a, key_a
+            else:
+                if not push_b:
+                    continue
+                when, key = time_b, key_b
+            if when == last:  # into the fifo at its place (a retry's stamp is old)
+                if f_tail == fifo.size:
+                    fifo, f_head, f_tail = fifo_room(fifo, f_head, f_tail)
+                place = f_tail
+                while place > f_head and fifo[place - 1] > key:
+                    fifo[place] = fifo[place - 1]
+                    place -= 1
+                fifo[place] = key
+                f_tail += 1
+            else:  # event_queue.radix_push, written out
+                nb = bit_length(when ^ last)
+                tail = bucket_tail[nb]
+                if tail < 0 or chunks[tail, FILL] == CHUNK:
+                    if free_chunk < 0:
+                        chunks, free_chunk = more_chunks(chunks)
+                    node = free_chunk
+                    free_chunk = chunks[node, CHUNK_NEXT]
+                    chunks[node, CHUNK_NEXT] = -1
+                    chunks[node, FILL] = 0
+                    if tail < 0:
+                        bucket_head[nb] = node
+                    else:
+                        chunks[tail, CHUNK_NEXT] = node
+                    bucket_tail[nb] = node
+                    tail = node
+                place = chunks[tail, FILL]
+                chunks[tail, place] = when
+                chunks[tail, CHUNK + place] = key
+                chunks[tail, FILL] = place + 1
+                if when < bucket_min[nb]:
+                    bucket_min[nb] = when
     for rank in range(n_ranks):
         finish[rank] = cpu_free[rank]
     for it in range(iterations):
