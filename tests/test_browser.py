@@ -7,8 +7,9 @@ are linked in, so ``../data`` and ``../tests/data`` resolve; the committed noteb
 written). Playwright for Python drives the system's Chromium (Debian's ``chromium``, found on
 PATH or through ``JITTERLAB_CHROMIUM``; no browser is downloaded). Each page loads JupyterLab
 once, in a workspace of its own, and runs one notebook after the other: it opens the notebook
-(the command behind File > Open), runs it with Run > Run All Cells, and once the kernel is
-idle the page must show
+(the command behind File > Open), runs it with Run > Run All Cells, brings the launcher's tab
+to the front while it runs (so that Chromium lays out and paints its outputs once, not at
+each output), and once the kernel is idle shows the notebook again, which must show
 
 * no error: no error output (a traceback), and no code cell left unexecuted;
 * every figure rendered: each image of an output decoded (and at least one where the notebook
@@ -32,6 +33,11 @@ next one's Run All starts as soon as one is idle, in another page, before that o
 and photographed (so at most one page more than that). Loading JupyterLab once per page
 instead of once per notebook saves about 4 CPU-s of Chromium per load (8 notebooks on a quiet
 machine: Chromium 87 -> 66 CPU-s).
+``summary.txt`` also gives the CPU time of each notebook's kernel (start-up, Run All, the
+checks) and of the whole run by kind of process (Chromium, the server, the kernels,
+Playwright's driver, pytest), read from /proc (:class:`CpuMeter`); ``cpu.json`` has the same
+figures, and with ``JITTERLAB_BROWSER_STEPS=1`` (one notebook at a time, for measuring) the
+CPU time of each step of each notebook by kind of process.
 Under pytest-xdist (CI: ``-n 2 --dist loadgroup``) the notebook tests are one group
 (``NOTEBOOK_GROUP``), the largest, so one worker starts it first while the other worker takes
 the other tests; the numba cache was warmed before the workers started (``tests/conftest.py``),
@@ -76,12 +82,19 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 SCREENSHOTS = ROOT / "reports" / "browser"
 SANITIZERS = read_sanitizers(ROOT / "notebooks" / "sanitize.cfg")
 PAGES = int(os.environ.get("JITTERLAB_BROWSER_PAGES", "2"))
+# for measuring the run, not for CI: one notebook at a time, with no overlap, and the CPU time
+# of each step (load Lab, open, run, save, check, screenshot, close) by kind of process in
+# reports/browser/cpu.json
+STEPS = os.environ.get("JITTERLAB_BROWSER_STEPS", "0") == "1"
 NOTEBOOK_TIMEOUT = 900.0  # one notebook, from Run All to idle [s]
 SAVE_TIMEOUT = 120.0  # File > Save Notebook until the file is written [s]
 PAGE_TIMEOUT_MS = 300_000  # a page opening, its kernel starting, the explorer redrawing [ms]
 SERVER_TIMEOUT = 300.0  # server start [s]; a busy shared machine took more than 60 s
 SCREENSHOT_MAX_HEIGHT = 16_000  # [px]
 VIEWPORT = {"width": 1280, "height": 900}  # a page's size while its notebook runs [px]
+# how often a wait in the page looks again [ms]: Playwright's default looks at every animation
+# frame, which makes Chromium draw 60 frames a second for as long as the wait lasts
+POLL_MS = 250
 # opt-in: measured on the quiet machine, CI took 787 s of pytest with it and 773 s without
 # (the notebooks' kernels and the unit tests slowed each other: 966 against 746 CPU-s; in
 # that fresh clone the notebooks' kernels, started at once, compiled numba's kernels beside
@@ -116,6 +129,91 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")  # /proc's unit of CPU time [1/s]
+
+
+def _processes() -> dict[int, tuple[int, float, float]]:
+    """pid -> (parent pid, CPU time of the process, CPU time of the children it waited for)
+    [s], from /proc (empty where there is none)."""
+    table = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # ended meanwhile
+            continue
+        table[int(entry.name)] = (int(fields[1]),
+                                  (int(fields[11]) + int(fields[12])) / CLOCK_TICKS,
+                                  (int(fields[13]) + int(fields[14])) / CLOCK_TICKS)
+    return table
+
+
+def _command(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+@dataclass
+class CpuMeter:
+    """CPU time [s] of this process and its descendants by kind, read from /proc at each
+    :meth:`sample`: ``chromium``, ``server`` (jupyter lab), ``kernels`` (with the processes
+    a kernel started, counted once it has waited for them), ``driver`` (Playwright's node)
+    and ``pytest`` (this process, from the meter's creation). A process counts up to its
+    last sample, so the run samples before anything ends (a kernel before its shutdown,
+    Chromium before it closes); ``totals`` holds the last sample."""
+    server_pid: int | None = None
+    seen: dict = field(default_factory=dict)  # pid -> [kind, is a kernel itself, CPU-s]
+    totals: dict = field(default_factory=dict)
+    own: float = field(default_factory=lambda: sum(os.times()[:2]))
+
+    def _kind(self, pid: int, table) -> tuple[str, bool]:
+        first = pid
+        while pid in table and pid != os.getpid():
+            command = _command(pid)
+            if b"ipykernel" in command:
+                return "kernels", pid == first
+            if pid == self.server_pid:
+                return "server", False
+            if b"chrom" in command.split(b"\0")[0]:
+                return "chromium", False
+            pid = table[pid][0]
+        return "driver", False
+
+    def sample(self) -> dict[str, float]:
+        table = _processes()
+        children: dict[int, list[int]] = {}
+        for pid, (parent, _, _) in table.items():
+            children.setdefault(parent, []).append(pid)
+        stack = list(children.get(os.getpid(), ()))
+        while stack:
+            pid = stack.pop()
+            stack.extend(children.get(pid, ()))
+            entry = self.seen.setdefault(pid, [*self._kind(pid, table), 0.0])
+            if entry[0] != "kernels" or entry[1]:  # a kernel's children: in its own count
+                entry[2] = table[pid][1] + (table[pid][2] if entry[1] else 0.0)
+        totals = dict.fromkeys(("chromium", "server", "kernels", "driver"), 0.0)
+        for kind, _, seconds in self.seen.values():
+            totals[kind] += seconds
+        totals["pytest"] = sum(os.times()[:2]) - self.own
+        self.totals = totals
+        return totals
+
+    @staticmethod
+    def kernel(pid: int | None) -> float:
+        """The CPU time [s] of one kernel (and of the processes it waited for)."""
+        process = _processes().get(pid) if pid else None
+        return process[1] + process[2] if process else float("nan")
+
+
+def kernel_pid(kernel_id: str) -> int | None:
+    """The process of the kernel whose connection file is ``kernel-<kernel_id>.json``."""
+    for entry in Path("/proc").glob("[0-9]*"):
+        if f"kernel-{kernel_id}.json".encode() in _command(int(entry.name)):
+            return int(entry.name)
+    return None
 
 
 def _code_cells(path: Path) -> list[str]:
@@ -211,6 +309,12 @@ def start_server(tmp: Path, repository: Path = ROOT) -> Server:
            "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
            "JUPYTER_CONFIG_DIR": str(tmp / "config")}
     env.pop("MPLBACKEND", None)  # the kernel's own default: inline figures
+    # the server and the kernels write the bytecode of what they import (as Python does by
+    # default), so each module is compiled once, not once per kernel: where
+    # PYTHONDONTWRITEBYTECODE is set and the packages were installed without .pyc files (uv's
+    # default), importing numpy, pandas, xarray, scipy.stats, matplotlib and jitterlab took
+    # 5.8-6.4 CPU-s per kernel instead of 1.5-2.0
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     log = tmp / "jupyterlab.log"
     with open(log, "wb") as stream:
         process = subprocess.Popen(
@@ -242,9 +346,10 @@ def start_server(tmp: Path, repository: Path = ROOT) -> Server:
 # --------------------------------------------------------------------------------------
 # one notebook in one page
 # --------------------------------------------------------------------------------------
-# the state of the notebook in the page, read in the browser
-_STATE_JS = """() => {
-  const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+# the state of the notebook in the page (its panel's id: also while the notebook is hidden),
+# read in the browser
+_STATE_JS = """(id) => {
+  const panel = document.getElementById(id);
   if (!panel) return null;
   const cells = [...panel.querySelectorAll('.jp-Notebook .jp-CodeCell')];
   const prompts = cells.map(c => {
@@ -283,12 +388,15 @@ _CHECK_JS = """() => {
 class Run:
     path: Path
     page: object = None
+    panel: str = ""  # the id of the notebook's panel in the page
     started: float = 0.0
     seconds: float = 0.0
     idle_since: float | None = None
     state: dict = field(default_factory=dict)
     checks: dict = field(default_factory=dict)
     problems: list = field(default_factory=list)
+    kernel: int | None = None  # the kernel's process id
+    cpu: dict = field(default_factory=dict)  # CPU time [s] by step, and by kind of process
     screenshot: Path | None = None
     executed: object = None  # the notebook as saved after the run (nbformat)
     committed: object = None  # the notebook it ran from, as committed (nbformat)
@@ -300,7 +408,15 @@ _OPEN_JS = """async (path) => {
   const widget = await window.jupyterapp.commands.execute('docmanager:open',
                                                           {path, factory: 'Notebook'});
   await widget.context.ready;
-  return widget.id; }"""
+  await widget.sessionContext.ready;
+  return [widget.id, widget.sessionContext.session.kernel.id]; }"""
+
+# the launcher's tab brought to the front (the notebook's tab goes on running behind it)
+_HIDE_JS = """async () => {
+  const app = window.jupyterapp;
+  const launcher = Array.from(app.shell.widgets('main')).find(w => !w.sessionContext)
+                   || await app.commands.execute('launcher:create');
+  app.shell.activateById(launcher.id); }"""
 
 _CLOSE_JS = """async () => {
   for (const widget of Array.from(window.jupyterapp.shell.widgets('main'))) {
@@ -318,13 +434,14 @@ def open_lab(browser, server: Server, workspace: str):
     page = browser.new_page(viewport=VIEWPORT)
     page.goto(server.lab_url(workspace), wait_until="domcontentloaded")
     page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands"
-                           ".hasCommand('docmanager:open')", timeout=PAGE_TIMEOUT_MS)
+                           ".hasCommand('docmanager:open')", timeout=PAGE_TIMEOUT_MS,
+                           polling=POLL_MS)
     page.evaluate("async () => { await window.jupyterapp.restored; }")
     return page
 
 
 def _open_and_run_all(page, run: Run) -> None:
-    page.evaluate(_OPEN_JS, f"notebooks/{run.path.name}")
+    run.panel, kernel_id = page.evaluate(_OPEN_JS, f"notebooks/{run.path.name}")
     page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(timeout=PAGE_TIMEOUT_MS)
     # the kernel must be up before Run All, or the first cells wait in a queue unseen
     page.wait_for_function(
@@ -333,10 +450,21 @@ def _open_and_run_all(page, run: Run) -> None:
                    const name = panel && panel.querySelector('.jp-Toolbar-kernelName');
                    return i && name && i.getAttribute('data-status') === 'idle'
                           && !/No Kernel/.test(name.textContent); }""",
-        timeout=PAGE_TIMEOUT_MS)
+        timeout=PAGE_TIMEOUT_MS, polling=POLL_MS)
+    run.kernel = kernel_pid(kernel_id)
+    run.cpu["kernel start-up"] = CpuMeter.kernel(run.kernel)
     page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
     run.started = time.monotonic()
+    # the notebook runs behind the launcher's tab: its outputs are laid out and painted
+    # once, when it is shown again to be saved and checked, instead of at every output
+    # (Chromium 3.4-5.4 -> 1.9-2.0 CPU-s while notebook 03 ran, in two runs each)
+    page.evaluate(_HIDE_JS)
+
+
+def _show(run: Run) -> None:
+    """The notebook's tab brought back to the front (File > Save acts on it)."""
+    run.page.evaluate("(id) => window.jupyterapp.shell.activateById(id)", run.panel)
 
 
 def _close_notebook(page) -> None:
@@ -347,7 +475,7 @@ def _close_notebook(page) -> None:
 
 def _finished(run: Run) -> bool:
     """Idle, with no cell running or waiting, for two consecutive seconds."""
-    state = run.page.evaluate(_STATE_JS)
+    state = run.page.evaluate(_STATE_JS, run.panel)
     run.state = state or {}
     busy = (state is None or state["indicator"] != "idle"
             or any(p in ("[*]:", "[*]") for p in state["prompts"]))
@@ -392,7 +520,7 @@ def _check(run: Run) -> None:
     page.wait_for_timeout(1000)  # late widget views and image decoding
     if hides_code(run.path):
         _expand_all_code(page)
-        run.state = page.evaluate(_STATE_JS) or run.state
+        run.state = page.evaluate(_STATE_JS, run.panel) or run.state
     checks = page.evaluate(_CHECK_JS)
     run.checks = checks
     not_run = [i + 1 for i, p in enumerate(run.state.get("prompts", []))
@@ -429,7 +557,8 @@ def _check_explorer(run: Run) -> None:
             """(before) => { const i = document.querySelector(
                    '.jp-NotebookPanel:not(.lm-mod-hidden) .jupyter-widgets.widget-image');
                  return i && i.getAttribute('src') !== before && i.complete
-                        && i.naturalWidth > 0; }""", arg=before, timeout=PAGE_TIMEOUT_MS)
+                        && i.naturalWidth > 0; }""", arg=before, timeout=PAGE_TIMEOUT_MS,
+            polling=POLL_MS)
     except Exception as error:  # noqa: BLE001 - reported as a problem of this notebook
         run.problems.append(f"the explorer did not redraw after choosing Pareto: {error}")
         return
@@ -473,12 +602,27 @@ def _screenshot(run: Run) -> None:
         page.screenshot(path=str(SCREENSHOTS / f"{run.path.stem}-{part}.png"))
 
 
-def run_notebooks(paths, server: Server, chromium: str, pages: int) -> dict[str, Run]:
+def run_notebooks(paths, server: Server, chromium: str, pages: int,
+                  meter: CpuMeter | None = None) -> dict[str, Run]:
     """Run every notebook, ``pages`` at a time, each in its own kernel. A page (one load of
     JupyterLab) holds one notebook at a time and takes the next once that one is checked,
     photographed and closed: ``pages + 1`` pages at most, as the next Run All starts while
-    the last notebook is still being checked."""
+    the last notebook is still being checked (with ``STEPS``, one page and no overlap).
+    ``meter`` ends with the CPU time of the whole run by kind of process."""
     from playwright.sync_api import sync_playwright
+
+    meter = meter if meter is not None else CpuMeter()
+    meter.server_pid = server.process.pid
+    pages = 1 if STEPS else pages
+    last = meter.sample()
+
+    def charge(run: Run, step: str) -> None:
+        """With ``STEPS``: the CPU time by kind since the last step, as this run's step."""
+        nonlocal last
+        if STEPS:
+            now = meter.sample()
+            run.cpu[step] = {kind: round(now[kind] - last[kind], 2) for kind in now}
+            last = now
 
     waiting = [Run(path) for path in paths]
     done: dict[str, Run] = {}
@@ -494,11 +638,14 @@ def run_notebooks(paths, server: Server, chromium: str, pages: int) -> dict[str,
                 while waiting and len(running) < pages:
                     run = waiting.pop(0)
                     try:
+                        charge(run, "before")
                         if not free:
                             loaded += 1
                             free.append(open_lab(browser, server, f"w{loaded}"))
+                            charge(run, "load Lab")
                         run.page = free.pop()
                         _open_and_run_all(run.page, run)
+                        charge(run, "open")
                         running.append(run)
                     except Exception as error:  # noqa: BLE001 - a failure of this notebook
                         run.problems.append(f"could not open and run it: {error}")
@@ -515,22 +662,34 @@ def run_notebooks(paths, server: Server, chromium: str, pages: int) -> dict[str,
                     timed_out = time.monotonic() - run.started > NOTEBOOK_TIMEOUT
                     if finished or timed_out:
                         run.seconds = time.monotonic() - run.started
+                        run.cpu["kernel run"] = meter.kernel(run.kernel) - run.cpu[
+                            "kernel start-up"]
+                        charge(run, "run")
                         if timed_out and not finished:
                             run.problems.append(f"not idle after {NOTEBOOK_TIMEOUT:g} s")
                         # the next notebook's Run All goes on while this one is saved,
                         # checked and photographed (its kernel is idle by now)
                         running.remove(run)
-                        start_waiting()
+                        if not STEPS:
+                            start_waiting()
                         healthy = not timed_out
                         try:
+                            _show(run)
                             _save(run, server)
+                            charge(run, "save")
                             _check(run)
+                            charge(run, "check")
                             _screenshot(run)
+                            charge(run, "screenshot")
                         except Exception as error:  # noqa: BLE001
                             run.problems.append(f"checking the page failed: {error}")
                             healthy = False
+                        run.cpu["kernel"] = meter.kernel(run.kernel)
+                        meter.sample()  # before the kernel ends
                         done[run.path.name] = _close(run, free, healthy)
+                        charge(run, "close")
                 time.sleep(0.5)
+            meter.sample()
         finally:
             browser.close()
     return done
@@ -593,8 +752,10 @@ def execute_headless(paths) -> dict[str, Run]:
     return runs
 
 
-def run_in_jupyterlab(paths, chromium: str, pages: int = PAGES) -> dict[str, Run]:
-    """Every notebook of ``paths`` in one JupyterLab server (stopped whatever happens)."""
+def run_in_jupyterlab(paths, chromium: str, pages: int = PAGES,
+                      meter: CpuMeter | None = None) -> dict[str, Run]:
+    """Every notebook of ``paths`` in one JupyterLab server (stopped whatever happens);
+    ``meter`` ends with the CPU time of the run by kind of process."""
     for path in paths:  # no screenshot of an earlier run left behind
         for old in (*SCREENSHOTS.glob(f"{path.stem}.png"),
                     *SCREENSHOTS.glob(f"{path.stem}-*.png")):
@@ -602,7 +763,7 @@ def run_in_jupyterlab(paths, chromium: str, pages: int = PAGES) -> dict[str, Run
     with tempfile.TemporaryDirectory(prefix="jitterlab-browser-") as folder:
         server = start_server(Path(folder))
         try:
-            runs = run_notebooks(paths, server, chromium, pages)
+            runs = run_notebooks(paths, server, chromium, pages, meter)
         finally:
             server.stop()
         assert server.process.poll() is not None
@@ -617,7 +778,7 @@ def write_runs(runs: dict[str, Run], folder: Path) -> None:
             nbformat.write(run.executed, folder / name)
         (folder / f"{name}.json").write_text(json.dumps({
             "seconds": run.seconds, "checks": run.checks, "problems": run.problems,
-            "screenshot": str(run.screenshot) if run.screenshot else None}))
+            "screenshot": str(run.screenshot) if run.screenshot else None, "cpu": run.cpu}))
 
 
 def read_runs(paths, folder: Path) -> dict[str, Run]:
@@ -629,8 +790,8 @@ def read_runs(paths, folder: Path) -> dict[str, Run]:
             run.problems.append("the background run wrote no result for this notebook")
         else:
             values = json.loads(written.read_text())
-            run.seconds, run.checks, run.problems = (values["seconds"], values["checks"],
-                                                     values["problems"])
+            run.seconds, run.checks, run.problems, run.cpu = (
+                values["seconds"], values["checks"], values["problems"], values["cpu"])
             run.screenshot = Path(values["screenshot"]) if values["screenshot"] else None
             if (folder / path.name).is_file():
                 run.executed = nbformat.read(folder / path.name, as_version=4)
@@ -647,6 +808,7 @@ class BackgroundRun:
     started: float
     log: object
     finished: float | None = None
+    cpu: dict = field(default_factory=dict)  # of the run by kind of process [s]
 
     def collect(self) -> dict[str, Run]:
         """Wait for the run to end and read what it wrote."""
@@ -661,7 +823,8 @@ class BackgroundRun:
             self.log.seek(0)
             raise RuntimeError(f"the background JupyterLab run exited with "
                                f"{self.process.returncode}:\n{self.log.read()[-3000:]}")
-        self.finished = float(json.loads((self.folder / "finished.json").read_text()))
+        finished = json.loads((self.folder / "finished.json").read_text())
+        self.finished, self.cpu = float(finished["time"]), finished["cpu"]
         return read_runs(self.paths, self.folder)
 
     def stop(self) -> None:
@@ -696,7 +859,7 @@ def notebook_runs(request, numba_warm_up):
     committed = {path.name: nbformat.read(path, as_version=4) for path in selected}
     chromium_path = find_chromium()
     background = getattr(request.config, "jitterlab_browser_run", None)
-    started = time.monotonic()
+    started, meter = time.monotonic(), CpuMeter()
     if chromium_path is None:
         _warn(request, "WARNING: without Chromium the notebooks are executed headless (nbclient)"
                        " to compare their checked outputs")
@@ -705,10 +868,11 @@ def notebook_runs(request, numba_warm_up):
         started = background.started
         try:
             runs = background.collect()
+            meter.totals = background.cpu
         finally:
             background.stop()
     else:
-        runs = run_in_jupyterlab(selected, chromium_path)
+        runs = run_in_jupyterlab(selected, chromium_path, meter=meter)
     ended = background.finished if background is not None and background.finished else None
     total = (ended or time.monotonic()) - started
     for name, run in runs.items():
@@ -716,14 +880,24 @@ def notebook_runs(request, numba_warm_up):
     lines = [f"{name}: {run.seconds:.0f} s, {run.checks.get('images', 0)} images, "
              f"{run.checks.get('widgets', 0)} widgets, {run.checks.get('progressWidgets', 0)} "
              f"widget and {run.checks.get('textProgress', 0)} text progress bars, "
-             f"{'ok' if not run.problems else 'PROBLEMS'}" for name, run in runs.items()]
-    how = f"{PAGES} at a time in JupyterLab" if chromium_path else "headless, one at a time"
+             + (f"kernel {run.cpu['kernel start-up']:.1f} + {run.cpu['kernel run']:.1f} + "
+                f"{run.cpu['kernel'] - run.cpu['kernel start-up'] - run.cpu['kernel run']:.1f}"
+                " CPU-s (start-up + Run All + checks), " if "kernel" in run.cpu else "")
+             + f"{'ok' if not run.problems else 'PROBLEMS'}" for name, run in runs.items()]
+    how = (f"{1 if STEPS else PAGES} at a time in JupyterLab" if chromium_path
+           else "headless, one at a time")
     if background is not None and chromium_path:
         how += ", in the background beside the other tests"
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     (SCREENSHOTS / "summary.txt").write_text(
         f"{len(runs)} notebooks, {how}, {total:.0f} s in all\n" + "\n".join(lines) + "\n"
-        + (f"before them, {numba_warm_up}\n" if numba_warm_up else ""))
+        + (f"before them, {numba_warm_up}\n" if numba_warm_up else "")
+        + ("CPU time [s]: " + ", ".join(f"{kind} {seconds:.1f}" for kind, seconds in
+                                        meter.totals.items())
+           + f", {sum(meter.totals.values()):.1f} in all\n" if meter.totals else ""))
+    (SCREENSHOTS / "cpu.json").write_text(json.dumps(
+        {"totals": meter.totals, "notebooks": {name: run.cpu for name, run in runs.items()}},
+        indent=1))
     return runs
 
 
@@ -868,10 +1042,12 @@ def main(argv) -> int:
         from conftest import warm_numba_cache
 
         print(warm_numba_cache())
-    write_runs(run_in_jupyterlab(paths, chromium), folder)
+    meter = CpuMeter()
+    write_runs(run_in_jupyterlab(paths, chromium, meter=meter), folder)
     # time.monotonic is one clock for the whole machine (CLOCK_MONOTONIC): the parent
     # reads when the run ended, not when it collected the results
-    (folder / "finished.json").write_text(json.dumps(time.monotonic()))
+    (folder / "finished.json").write_text(json.dumps({"time": time.monotonic(),
+                                                      "cpu": meter.totals}))
     return 0
 
 
