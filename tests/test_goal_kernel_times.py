@@ -109,7 +109,10 @@ def test_matched_send_of_each_receive():
         assert matched.tolist() == [2, 4, -1, -1, -1]
 
 
-PARKING_CASES = ["alltoall_linear_compute_64_8b", "alltoall_linear_compute_16_32768b",
+#: the all-to-alls are retry storms (16 ranks: about 500 retries per host, up to 15
+#: parked at once; the 64-rank storm, 620 928 retries, checked the same but took most
+#: of this test's 24-30 s in CI)
+PARKING_CASES = ["alltoall_linear_compute_16_8b", "alltoall_linear_compute_16_32768b",
                  "allreduce_recdoub_compute_64_8b", "bcast_binomialtree_64_4096b"]
 
 
@@ -150,5 +153,5 @@ def test_parked_retries_change_nothing(case):
             assert parked == queued and parked[0] == n and parked[2] == 0
             for mine, theirs in zip(arrays, reference, strict=True):
                 np.testing.assert_array_equal(mine, theirs)
-            if case.startswith("alltoall"):  # there were retries to park
-                assert parked[1] > n + sends
+            if case.startswith("alltoall"):  # there were retries to park, many per host
+                assert parked[1] > n + sends + 100 * p
