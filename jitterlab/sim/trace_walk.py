@@ -296,7 +296,8 @@ def advance_called(address, n_rows, x, cpu, hint, finish_hint):
     """:func:`advance_at` as a function call, not inlined: the kernels take it where a fast
     path does not hold (rarely), so that its two searches are compiled once, not once per
     operation of every kernel (the tree kernels' compilation took 3.4x less CPU time,
-    issue #20). Same arguments and results as :func:`advance_at`."""
+    issue #20). Same arguments and results as :func:`advance_at`; the callers pass both
+    rows as 64-bit integers, so that it is compiled for one signature only."""
     return advance_at(address, n_rows, x, cpu, hint, finish_hint)
 
 
@@ -308,7 +309,8 @@ def advance_short(address, n_rows, x, cpu, row, period, tie_max):
     finish, ok = advance_in_gap(address, x, cpu, row, period, tie_max)
     if ok:
         return finish, row
-    finish, _, finish_row = advance_called(address, n_rows, x, cpu, row, row)
+    finish, _, finish_row = advance_called(address, n_rows, x, cpu, np.int64(row),
+                                           np.int64(row))
     return finish, finish_row
 
 
@@ -320,5 +322,7 @@ def advance(table, x, cpu, hint, finish_hint):
     gallop from them. Returns (finish time, row of x, row of the finish). The finish
     is the earliest time at which the compute is done, so a jitter starting at that instant is not
     counted; a start inside a jitter first waits out its remainder.
+    (:func:`advance_called` on the table: its searches are compiled once for both.)
     """
-    return advance_at(table_address(table), table.shape[0] - 1, x, cpu, hint, finish_hint)
+    return advance_called(table_address(table), table.shape[0] - 1, x, cpu, np.int64(hint),
+                          np.int64(finish_hint))
