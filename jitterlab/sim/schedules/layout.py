@@ -210,10 +210,19 @@ def lay_out(offsets, step_major, copy, exact, kind, rank, peer, size, tag, durat
 
 
 @numba.njit(cache=True, inline="always")
-def _slot(receiver, sender, tag, mask):
-    """The first hash-table slot of a (receiver, sender, tag)."""
-    mix = receiver * 0x9E3779B1 + sender * 0x85EBCA77 + tag * 0xC2B2AE3D
-    return (mix ^ (mix >> 17)) & mask
+def _channel_id(receiver, key, mask, slot_receiver, slot_key, slot_id, used, n_used, count):
+    """The channel of (receiver, key = sender << 32 | tag) in a tile's hash table (open
+    addressing), a new one numbered ``count`` if absent; returns (id, n_used, count)."""
+    mix = receiver * 0x9E3779B1 + (key >> 32) * 0x85EBCA77 + (key & 0xFFFFFFFF) * 0xC2B2AE3D
+    slot = (mix ^ (mix >> 17)) & mask
+    while True:
+        if slot_id[slot] < 0:
+            slot_receiver[slot], slot_key[slot], slot_id[slot] = receiver, key, count
+            used[n_used] = slot
+            return count, n_used + 1, count + 1
+        if slot_receiver[slot] == receiver and slot_key[slot] == key:
+            return slot_id[slot], n_used, count
+        slot = (slot + 1) & mask
 
 
 @numba.njit(cache=True)
@@ -275,39 +284,16 @@ def link(offsets, exact, kind, peer, tag, requires_offsets, requires, irequires_
                         isucc[f] = j
                         isucc_offsets[b] = f + 1
                 if exact and kind[i] == _RECV:
-                    r = r0 + q
                     key = (np.int64(peer[i]) << 32) | tag[i]
-                    slot = _slot(r, peer[i], tag[i], mask)
-                    while True:
-                        if slot_id[slot] < 0:
-                            slot_receiver[slot], slot_key[slot], slot_id[slot] = r, key, count
-                            used[n_used] = slot
-                            n_used += 1
-                            channel[j] = count
-                            count += 1
-                            break
-                        if slot_receiver[slot] == r and slot_key[slot] == key:
-                            channel[j] = slot_id[slot]
-                            break
-                        slot = (slot + 1) & mask
+                    channel[j], n_used, count = _channel_id(
+                        r0 + q, key, mask, slot_receiver, slot_key, slot_id, used, n_used,
+                        count)
         if not exact:
             continue
         for f in range(filed_offsets[r0 >> shift], filed_offsets[(r0 >> shift) + 1]):
-            r = filed_receiver[f]
-            key = filed_key[f]
-            slot = _slot(r, key >> 32, key & 0xFFFFFFFF, mask)
-            while True:
-                if slot_id[slot] < 0:
-                    slot_receiver[slot], slot_key[slot], slot_id[slot] = r, key, count
-                    used[n_used] = slot
-                    n_used += 1
-                    channel[filed_index[f]] = count
-                    count += 1
-                    break
-                if slot_receiver[slot] == r and slot_key[slot] == key:
-                    channel[filed_index[f]] = slot_id[slot]
-                    break
-                slot = (slot + 1) & mask
+            channel[filed_index[f]], n_used, count = _channel_id(
+                filed_receiver[f], filed_key[f], mask, slot_receiver, slot_key, slot_id, used,
+                n_used, count)
         for q in range(n_used):
             slot_id[used[q]] = -1
     return count if exact else p
