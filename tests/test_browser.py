@@ -432,6 +432,9 @@ def open_lab(browser, server: Server, workspace: str):
     about 4 CPU-s of Chromium), in a workspace of its own; the notebooks are opened in it
     one after the other."""
     page = browser.new_page(viewport=VIEWPORT)
+    # clicks and screenshots wait as long as the rest (Playwright's default, 30 s, ran out in
+    # a screenshot beside a loaded machine: "waiting for fonts to load", load 7-10)
+    page.set_default_timeout(PAGE_TIMEOUT_MS)
     page.goto(server.lab_url(workspace), wait_until="domcontentloaded")
     page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands"
                            ".hasCommand('docmanager:open')", timeout=PAGE_TIMEOUT_MS,
