@@ -209,141 +209,113 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
             most_children = min(fanout, max(n_tasks - fanout * lo - 1, 0))
             for block in numba.prange((hi - lo + _BLOCK - 1) // _BLOCK):
                 first = lo + block * _BLOCK
-                _reduce_block(table, address, n_rows, first, min(hi, first + _BLOCK), hi, phase,
-                              fanout, most_children, work, send, recv, latency, intra_latency,
-                              node_size, period, work_tie, send_tie, recv_tie, far, keep, keep_ops,
-                              task_of, origin, children, inbox, arrivals, end, hint, span, now,
-                              compute_out, ops_out)
+                last = min(hi, first + _BLOCK)
+                arrived = np.empty(_BLOCK * fanout)  # the children's messages, sorted ...
+                sender = np.empty(_BLOCK * fanout, dtype=np.int8)  # ... and who sent them
+                # one operation of every task of the block per loop, so that the CPU
+                # overlaps the tasks' chains of dependent arithmetic: compute, ...
+                for slot in range(first, last):
+                    ahead = slot + PREFETCH_AHEAD
+                    if far and ahead < hi:
+                        prefetch_row(table, hint[ahead])
+                        prefetch_row(table, min(hint[ahead] + span[ahead], n_rows))
+                    start = origin[slot]
+                    finish, h, ok = advance_across_gaps(address, n_rows, start + end[slot],
+                                                         work, hint[slot], period, work_tie)
+                    if ok:
+                        span[slot] = h - hint[slot]
+                        hint[slot] = h
+                    else:
+                        finish, row, h = advance_called(address, n_rows, start + end[slot],
+                                                        work, np.int64(hint[slot]),
+                                                        np.int64(hint[slot] + span[slot]))
+                        span[slot] = max(h - row, 0)
+                        hint[slot] = h
+                    now[slot] = finish - start
+                    if keep:
+                        compute_out[phase, task_of[slot]] = now[slot] - end[slot]
+                    if keep_ops:
+                        ops_out[phase, task_of[slot], 0] = now[slot]
+                if most_children > 0:  # ... the children's messages in order of arrival
+                    # (ties: the lower index first), without branches: a message's place is
+                    # the number of messages that come before it ...
+                    for slot in range(first, last):
+                        base, own = slot * fanout, (slot - first) * fanout
+                        for q in range(children[slot]):
+                            message = arrivals[base + q]
+                            place = 0
+                            for p in range(children[slot]):
+                                other = arrivals[base + p]
+                                place += (other < message) | ((other == message) & (p < q))
+                            arrived[own + place] = message
+                            sender[own + place] = q
+                for k in range(most_children):  # ... each receive, in order of arrival ...
+                    for slot in range(first, last):
+                        if k < children[slot]:
+                            best = arrived[(slot - first) * fanout + k]
+                            pick = sender[(slot - first) * fanout + k]
+                            start = origin[slot]
+                            begin = now[slot] if now[slot] > best else best
+                            finish, hint[slot] = advance_short(address, n_rows, start + begin, recv,
+                                                               hint[slot], period, recv_tie)
+                            now[slot] = finish - start
+                            if keep_ops:
+                                ops_out[phase, task_of[slot], 1 + pick] = now[slot]
+                for slot in range(first, last):  # ... and the send to the parent
+                    task = task_of[slot]
+                    if task > 0:
+                        start = origin[slot]
+                        finish, hint[slot] = advance_short(address, n_rows, start + now[slot], send,
+                                                           hint[slot], period, send_tie)
+                        now[slot] = finish - start
+                        hop = latency  # one wire latency unless the nodes count
+                        if node_size > 0:
+                            hop = hop_latency(task, (task - 1) // fanout, latency,
+                                               intra_latency, node_size)
+                        arrivals[inbox[slot]] = now[slot] + hop
+                        if keep_ops:
+                            ops_out[phase, task, 1 + fanout] = now[slot]
         for level in range(n_levels):
             lo, hi = level_bounds[level], level_bounds[level + 1]
             most_children = min(fanout, max(n_tasks - fanout * lo - 1, 0))
             for block in numba.prange((hi - lo + _BLOCK - 1) // _BLOCK):
                 first = lo + block * _BLOCK
-                _broadcast_block(table, address, n_rows, first, min(hi, first + _BLOCK), hi, phase,
-                                 fanout, most_children, send, recv, latency, intra_latency,
-                                 node_size, period, send_tie, recv_tie, far, keep, keep_ops,
-                                 task_of, origin, children, child_slot, end, hint, now, end_out,
-                                 ops_out)
+                last = min(hi, first + _BLOCK)
+                for slot in range(first, last):  # the receive from the parent, ...
+                    task = task_of[slot]
+                    if task > 0:
+                        ahead = slot + PREFETCH_AHEAD
+                        if far and ahead < hi:
+                            prefetch_row(table, hint[ahead])
+                        start = origin[slot]
+                        hop = latency
+                        if node_size > 0:
+                            hop = hop_latency(task, (task - 1) // fanout, latency,
+                                               intra_latency, node_size)
+                        arrival = end[slot] + hop
+                        begin = now[slot] if now[slot] > arrival else arrival
+                        finish, hint[slot] = advance_short(address, n_rows, start + begin, recv,
+                                                           hint[slot], period, recv_tie)
+                        now[slot] = finish - start
+                        if keep_ops:
+                            ops_out[phase, task, 2 + fanout] = now[slot]
+                for q in range(most_children):  # ... each send to a child, in index order
+                    for slot in range(first, last):
+                        if q < children[slot]:
+                            start = origin[slot]
+                            finish, hint[slot] = advance_short(address, n_rows,
+                                                               start + now[slot], send,
+                                                               hint[slot], period, send_tie)
+                            now[slot] = finish - start
+                            end[child_slot[slot * fanout + q]] = now[slot]  # parent's send
+                            if keep_ops:
+                                ops_out[phase, task_of[slot], 3 + fanout + q] = now[slot]
+                for slot in range(first, last):  # the phase ends for the block's tasks
+                    end[slot] = now[slot]
+                    if keep:
+                        end_out[phase, task_of[slot]] = now[slot]
         phase_end[phase] = end.max()
     return phase_end
-
-
-@numba.njit(cache=True, nogil=True)
-def _reduce_block(table, address, n_rows, first, last, hi, phase, fanout, most_children, work,
-                  send, recv, latency, intra_latency, node_size, period, work_tie, send_tie,
-                  recv_tie, far, keep, keep_ops, task_of, origin, children, inbox, arrivals, end,
-                  hint, span, now, compute_out, ops_out):
-    """The reduce of slots ``first`` to ``last`` of one level of :func:`run_tree_barrier`
-    (``hi`` ends the level): a function of its own, called by the parallel kernel and its
-    one-thread copy, so that its trace walks are compiled once for both and the parallel
-    layer compiles a loop of one call (issue #20)."""
-    arrived = np.empty(_BLOCK * fanout)  # the children's messages, sorted ...
-    sender = np.empty(_BLOCK * fanout, dtype=np.int8)  # ... and who sent them
-    # one operation of every task of the block per loop, so that the CPU
-    # overlaps the tasks' chains of dependent arithmetic: compute, ...
-    for slot in range(first, last):
-        ahead = slot + PREFETCH_AHEAD
-        if far and ahead < hi:
-            prefetch_row(table, hint[ahead])
-            prefetch_row(table, min(hint[ahead] + span[ahead], n_rows))
-        start = origin[slot]
-        finish, h, ok = advance_across_gaps(address, n_rows, start + end[slot],
-                                             work, hint[slot], period, work_tie)
-        if ok:
-            span[slot] = h - hint[slot]
-            hint[slot] = h
-        else:
-            finish, row, h = advance_called(address, n_rows, start + end[slot],
-                                            work, np.int64(hint[slot]),
-                                            np.int64(hint[slot] + span[slot]))
-            span[slot] = max(h - row, 0)
-            hint[slot] = h
-        now[slot] = finish - start
-        if keep:
-            compute_out[phase, task_of[slot]] = now[slot] - end[slot]
-        if keep_ops:
-            ops_out[phase, task_of[slot], 0] = now[slot]
-    if most_children > 0:  # ... the children's messages in order of arrival
-        # (ties: the lower index first), without branches: a message's place is
-        # the number of messages that come before it ...
-        for slot in range(first, last):
-            base, own = slot * fanout, (slot - first) * fanout
-            for q in range(children[slot]):
-                message = arrivals[base + q]
-                place = 0
-                for p in range(children[slot]):
-                    other = arrivals[base + p]
-                    place += (other < message) | ((other == message) & (p < q))
-                arrived[own + place] = message
-                sender[own + place] = q
-    for k in range(most_children):  # ... each receive, in order of arrival ...
-        for slot in range(first, last):
-            if k < children[slot]:
-                best = arrived[(slot - first) * fanout + k]
-                pick = sender[(slot - first) * fanout + k]
-                start = origin[slot]
-                begin = now[slot] if now[slot] > best else best
-                finish, hint[slot] = advance_short(address, n_rows, start + begin, recv,
-                                                   hint[slot], period, recv_tie)
-                now[slot] = finish - start
-                if keep_ops:
-                    ops_out[phase, task_of[slot], 1 + pick] = now[slot]
-    for slot in range(first, last):  # ... and the send to the parent
-        task = task_of[slot]
-        if task > 0:
-            start = origin[slot]
-            finish, hint[slot] = advance_short(address, n_rows, start + now[slot], send,
-                                               hint[slot], period, send_tie)
-            now[slot] = finish - start
-            hop = latency  # one wire latency unless the nodes count
-            if node_size > 0:
-                hop = hop_latency(task, (task - 1) // fanout, latency,
-                                   intra_latency, node_size)
-            arrivals[inbox[slot]] = now[slot] + hop
-            if keep_ops:
-                ops_out[phase, task, 1 + fanout] = now[slot]
-
-
-@numba.njit(cache=True, nogil=True)
-def _broadcast_block(table, address, n_rows, first, last, hi, phase, fanout, most_children, send,
-                     recv, latency, intra_latency, node_size, period, send_tie, recv_tie, far,
-                     keep, keep_ops, task_of, origin, children, child_slot, end, hint, now,
-                     end_out, ops_out):
-    """The broadcast of slots ``first`` to ``last`` of one level of :func:`run_tree_barrier`
-    (see :func:`_reduce_block`)."""
-    for slot in range(first, last):  # the receive from the parent, ...
-        task = task_of[slot]
-        if task > 0:
-            ahead = slot + PREFETCH_AHEAD
-            if far and ahead < hi:
-                prefetch_row(table, hint[ahead])
-            start = origin[slot]
-            hop = latency
-            if node_size > 0:
-                hop = hop_latency(task, (task - 1) // fanout, latency,
-                                   intra_latency, node_size)
-            arrival = end[slot] + hop
-            begin = now[slot] if now[slot] > arrival else arrival
-            finish, hint[slot] = advance_short(address, n_rows, start + begin, recv,
-                                               hint[slot], period, recv_tie)
-            now[slot] = finish - start
-            if keep_ops:
-                ops_out[phase, task, 2 + fanout] = now[slot]
-    for q in range(most_children):  # ... each send to a child, in index order
-        for slot in range(first, last):
-            if q < children[slot]:
-                start = origin[slot]
-                finish, hint[slot] = advance_short(address, n_rows,
-                                                   start + now[slot], send,
-                                                   hint[slot], period, send_tie)
-                now[slot] = finish - start
-                end[child_slot[slot * fanout + q]] = now[slot]  # parent's send
-                if keep_ops:
-                    ops_out[phase, task_of[slot], 3 + fanout + q] = now[slot]
-    for slot in range(first, last):  # the phase ends for the block's tasks
-        end[slot] = now[slot]
-        if keep:
-            end_out[phase, task_of[slot]] = now[slot]
 
 
 @numba.njit(cache=True, parallel=True)
