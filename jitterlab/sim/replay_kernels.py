@@ -67,30 +67,22 @@ def run_without_barrier(table, offsets, work, phases, n_chunks, compute_out):
     for phase in range(phases):
         for c in numba.prange(n_chunks):
             lo = c * chunk
-            maxima[c] = _chunk_phase(address, n_rows, offsets, lo, min(n_tasks, lo + chunk),
-                                     elapsed, work, phase, keep, compute_out)
+            hi = min(n_tasks, lo + chunk)
+            hint, finish_hint = 0, 0
+            best = 0.0
+            for task in range(lo, hi):
+                x = offsets[task] + elapsed
+                finish, hint, finish_hint = advance_at(address, n_rows, x, work, hint,
+                                                        finish_hint)
+                took = finish - x
+                if took > best:
+                    best = took
+                if keep:
+                    compute_out[phase, task] = took
+            maxima[c] = best
         theta[phase] = maxima.max()
         elapsed += theta[phase]
     return theta
-
-
-@numba.njit(cache=True, nogil=True)
-def _chunk_phase(address, n_rows, offsets, lo, hi, elapsed, work, phase, keep, compute_out):
-    """One phase of tasks ``lo`` to ``hi`` of :func:`run_without_barrier`: the longest
-    compute among them [trace unit]. A function of its own, called by the parallel kernel
-    and its one-thread copy, so that the trace walk is compiled once for both and the
-    parallel layer compiles a loop of one call (issue #20: 10.4 -> 4.7 CPU-s)."""
-    hint, finish_hint = 0, 0
-    best = 0.0
-    for task in range(lo, hi):
-        x = offsets[task] + elapsed
-        finish, hint, finish_hint = advance_at(address, n_rows, x, work, hint, finish_hint)
-        took = finish - x
-        if took > best:
-            best = took
-        if keep:
-            compute_out[phase, task] = took
-    return best
 
 
 run_without_barrier_one_thread = one_thread_copy(run_without_barrier,
