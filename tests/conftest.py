@@ -41,6 +41,13 @@ import pytest
 from hypothesis import settings
 
 os.environ.setdefault("JUPYTER_PLATFORM_DIRS", "1")
+# Python writes no bytecode where PYTHONDONTWRITEBYTECODE is set (this machine and CI's set it):
+# then every xdist worker, subprocess test, MPI rank, Dask worker and notebook kernel compiled
+# numpy, pandas, scipy, xarray, matplotlib and jitterlab from source again, about 4 CPU-s each
+# (imports 5.8-6.4 CPU-s without .pyc, 1.5-2.0 with). The session's processes, all started
+# after this line, write it once and read it after.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 settings.register_profile("shared-machine", deadline=None)
 settings.register_profile("ci", parent=settings.get_profile("shared-machine"),
