@@ -93,7 +93,7 @@ def _cpu_time(trace_mode, state, task, t, cpu, table, offsets):
     return quick(t, cpu, state[task, PREV_END], state[task, NEXT])
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)  # no parallel loop: runs side by side on threads
 def run_rounds(table, offsets, work, phases, kind, send, recv, wire, compute_out, end_out,
                ops_out):
     """Phase end times (the slowest task's end of the collective) [s].
