@@ -222,6 +222,8 @@ def warm_numba_cache(variants=WARM_UP_VARIANTS, shared: Path | None = None) -> s
             [lambda: jl.max_of_n(Exponential(mean=1e-5) + 1e-4, n=[1, 1000]),
              lambda: jl.max_of_n(Empirical(draw.exponential(1e-5, 20_000)),
                                  n=[1, 1000, 10**9]),
+             # one N: the parallel variant's step sum (several N run on one thread each)
+             lambda: jl.max_of_n(Empirical(draw.exponential(1e-5, 20_000)), n=1000),
              lambda: jl.max_of_n(Exponential(mean=1.0), n=[1, 64], method="montecarlo",
                                  replicates=100, rng=0)],
             [lambda: wavefront_predict(Wavefront(2, 2, blocks=3, work=1e-5, iterations=2,
