@@ -174,6 +174,29 @@ def test_fitted_tail_recovers_the_pareto_index():
     assert tailed.isf(1e-9) > samples.max()
 
 
+@pytest.mark.parametrize("law", [Pareto(alpha=2.5, scale=1.0), Exponential(mean=1.0),
+                                 Uniform(low=0.0, high=1.0)])
+def test_fitted_tail_sf_and_isf_are_scipys_genpareto(law):
+    # shapes > 0, near 0 and < 0 (a tail that ends): the numpy formulas give scipy's values
+    tailed = Empirical(law.sample(4000, rng=3)).with_tail()
+    gpd = stats.genpareto(c=tailed.shape, loc=0.0, scale=tailed.scale)
+    u, p = tailed.threshold, tailed.sf(tailed.threshold)
+    excess = np.concatenate([[0.0], gpd.isf(np.logspace(-300, 0, 200)), [tailed.upper - u,
+                                                                          1e300]])
+    x = u + excess
+    np.testing.assert_array_equal(tailed.sf(x), np.where(x > u, p * gpd.sf(x - u), p))
+    levels = np.concatenate([[0.0], p * np.logspace(-300, 0, 200)[:-1]])
+    np.testing.assert_array_equal(tailed.isf(levels), u + gpd.isf(levels / p))
+
+
+def test_fitted_tail_is_fitted_once_per_arguments():
+    measured = Empirical(Pareto(alpha=2.5, scale=1.0).sample(2000, rng=4))
+    assert measured.with_tail() is measured.with_tail()
+    threshold = float(np.quantile(measured.values, 0.9))
+    assert measured.with_tail(threshold) is not measured.with_tail()
+    assert measured.with_tail(threshold).threshold == threshold
+
+
 def test_fitted_tail_needs_exceedances():
     with pytest.raises(ValueError, match="tail fit"):
         Empirical(np.arange(30.0)).with_tail()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize, special, stats
 
 from ..base.checks import check_integer
 from ..base.integrate import max_isf_single, quantile_tail_integral
@@ -204,6 +204,7 @@ class Empirical(Discrete):
 
     def __init__(self, samples):
         super().__init__(as_times("samples", samples))
+        self._fitted_tails = {}  # (threshold, min_exceedances) -> TailedEmpirical
 
     @property
     def params(self) -> dict:
@@ -225,8 +226,19 @@ class Empirical(Discrete):
             that at least ``min_exceedances`` samples lie above it). [s]
         min_exceedances : int
             Fewest samples above the threshold needed for a fit. [-]
+
+        The fit is kept: asking again with the same arguments (as ``max_of_n(...,
+        tail="gpd")`` does after an explicit call) returns the same tailed law.
         """
-        return TailedEmpirical(self, threshold=threshold, min_exceedances=min_exceedances)
+        try:
+            key = (None if threshold is None else float(threshold), min_exceedances)
+            hash(key)
+        except (TypeError, ValueError):  # let the fit name the problem
+            return TailedEmpirical(self, threshold=threshold, min_exceedances=min_exceedances)
+        if key not in self._fitted_tails:
+            self._fitted_tails[key] = TailedEmpirical(self, threshold=threshold,
+                                                      min_exceedances=min_exceedances)
+        return self._fitted_tails[key]
 
     @property
     def top_mass(self) -> float:
@@ -344,6 +356,7 @@ class _ParetoTailed(NoiseModel):
         self._gpd = stats.genpareto(c=self.shape, loc=0.0, scale=self.scale)
         self._p_tail = float(body.sf(threshold))
         self.lower = body.lower
+        self._gpd_end = -1.0 / self.shape if self.shape < 0 else math.inf  # in units of σ
         self.upper = self.threshold + float(self._gpd.support()[1])
 
     def _body_params(self) -> dict:
@@ -361,9 +374,24 @@ class _ParetoTailed(NoiseModel):
                 f"(threshold={self.threshold:.6g}, shape={self.shape:.4g}, "
                 f"scale={self.scale:.4g})")
 
+    def _gpd_sf(self, excess):
+        """H(y) for y >= 0: scipy's genpareto formula in numpy (the same values without
+        the frozen distribution's checks, which cost more than the formula). [-]"""
+        y = excess / self.scale
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            inside = special.inv_boxcox(-y, -self.shape)
+        return np.where(y <= 0, 1.0, np.where(y < self._gpd_end, inside, 0.0))
+
+    def _gpd_isf(self, level):
+        """H⁻¹(level) for level in [0, 1], as :meth:`_gpd_sf`. [s]"""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inside = -special.boxcox(level, -self.shape) * self.scale
+        return np.where(level >= 1, 0.0,
+                        np.where(level <= 0, self._gpd_end * self.scale, inside))
+
     def sf(self, x):
         x = np.asarray(x, dtype=float)
-        tail = self._p_tail * self._gpd.sf(np.maximum(x - self.threshold, 0.0))
+        tail = self._p_tail * self._gpd_sf(np.maximum(x - self.threshold, 0.0))
         return np.where(x > self.threshold, tail, self.body.sf(x))
 
     def cdf(self, x):
@@ -373,7 +401,7 @@ class _ParetoTailed(NoiseModel):
         q = check_probability("q", q)
         in_tail = q < self._p_tail
         with np.errstate(divide="ignore", invalid="ignore"):
-            tail = self.threshold + self._gpd.isf(np.where(in_tail, q / self._p_tail, 0.5))
+            tail = self.threshold + self._gpd_isf(np.where(in_tail, q / self._p_tail, 0.5))
         return np.where(in_tail, tail, self.body.isf(np.maximum(q, self._p_tail)))
 
     def mean(self) -> float:
@@ -390,10 +418,11 @@ class _ParetoTailed(NoiseModel):
 
     def _exact_max_mean(self, n: int) -> float:
         body = self._body_max_integral(n)
-        # the tail: quadrature in quantile space from s_u = 1 − G(u)
+        # the tail: quadrature in quantile space from s_u = 1 − G(u), isf on arrays
         s_u = -math.expm1(n * math.log1p(-self._p_tail))
         return float(body + quantile_tail_integral(max_isf_single(self, n), self.threshold,
-                                                   s_u, scale=max(body, self.threshold)))
+                                                   s_u, scale=max(body, self.threshold),
+                                                   vectorised=True))
 
 
 class TailedEmpirical(_ParetoTailed):
