@@ -18,6 +18,7 @@ import pytest
 
 import jitterlab as jl
 from jitterlab.compare.attribution import attribute_recording
+from jitterlab.compare.causes import noise_by_cause
 from jitterlab.io import LostEventsWarning, read_ftrace
 from jitterlab.measure import tracefs
 from jitterlab.measure.tracefs import (
@@ -373,8 +374,13 @@ def kill_a_run_then_run_again(directory) -> tuple[int, str, str]:
     out, err = following.communicate(timeout=300)
     assert following.returncode == 0, err
     assert f"jitterlab-{killed.pid}" not in instances()
-    assert "not visible to the guest" in out and "timer interrupt" in out
+    assert "kernel events in" in out and "not visible to the guest" in out
     assert (directory / "next.nc.detour").is_dir()  # kept: it holds the events
+    # the tick is among the causes; not necessarily among the 8 the CLI prints: beside busy
+    # processes their threads' preemptions and other threads take more time (CI beside two
+    # busy processes: timer interrupt below eight larger causes)
+    causes = noise_by_cause(attribute_recording(directory / "next.nc.detour"))
+    assert causes.index.str.contains("timer interrupt").any(), causes
     return killed.pid, out, err
 
 
