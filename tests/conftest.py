@@ -210,40 +210,56 @@ def warm_numba_cache(variants=WARM_UP_VARIANTS, shared: Path | None = None) -> s
         return calls
 
     def groups(variant):
-        """Groups of calls that compile the same kernels, in the order in which the tests
-        first need them after a fresh clone: the tree barrier (its compilation took 57 s in
-        CI) first. The parallel variant's simulations have no task count below
-        ``PARALLEL_MIN_TASKS`` (256), which would compile the one-thread kernels."""
+        """Groups of calls that compile the same kernels, each with True where it compiles
+        other kernels in the two variants, in the order in which the tests first need them
+        after a fresh clone: the tree barrier (its compilation took 57 s in CI) first, the
+        schedule's event loop (two specializations) next. The parallel variant's simulations
+        have no task count below ``PARALLEL_MIN_TASKS`` (256), which would compile the
+        one-thread kernels."""
         sizes = [1, 300] if variant == "one-thread" else [300]
         return [
-            simulations([jl.TreeBarrier(), jl.TreeBarrier(message=message)], sizes),
-            simulations([None], sizes),
-            simulations([jl.Dissemination(message), jl.RecursiveDoubling(message)], sizes),
-            [lambda: jl.max_of_n(Exponential(mean=1e-5) + 1e-4, n=[1, 1000]),
-             lambda: jl.max_of_n(Empirical(draw.exponential(1e-5, 20_000)),
-                                 n=[1, 1000, 10**9]),
-             # one N: the parallel variant's step sum (several N run on one thread each)
-             lambda: jl.max_of_n(Empirical(draw.exponential(1e-5, 20_000)), n=1000),
-             lambda: jl.max_of_n(Exponential(mean=1.0), n=[1, 64], method="montecarlo",
-                                 replicates=100, rng=0)],
-            [lambda: wavefront_predict(Wavefront(2, 2, blocks=3, work=1e-5, iterations=2,
-                                                 message=message)),
-             lambda: wavefront_predict(Wavefront(2, 2, blocks=3, work=1e-5, iterations=2,
-                                                 message=message), trace)],
-            [lambda: approximate_timeline(random_events(0)),
-             lambda: accumulated_noise(random_events(1))],
-            [lambda: jl.simulate_schedule(jl.read_goal(goal), jl.LogGOPS(
-                L=3e-6, o=1e-6, g=2e-6, G=2e-9, O=5e-10, S=4096))]]
+            (True, simulations([jl.TreeBarrier(), jl.TreeBarrier(message=message)], sizes)),
+            # the event loop from jl.simulate_schedule and, with detail="events", from
+            # Python with the per-operation times and matches (another specialization: 15
+            # CPU-s of test_schedule_events' first test)
+            (False, [lambda: jl.simulate_schedule(jl.read_goal(goal), jl.LogGOPS(
+                L=3e-6, o=1e-6, g=2e-6, G=2e-9, O=5e-10, S=4096)),
+                     lambda: jl.simulate_schedule(jl.read_goal(goal), jl.LogGOPS(
+                         L=3e-6, o=1e-6, g=2e-6, G=2e-9, O=5e-10, S=4096), detail="events")]),
+            (True, simulations([None], sizes)),
+            # run_rounds has no parallel variant: the one-thread sizes compile all of it
+            (False, simulations([jl.Dissemination(message), jl.RecursiveDoubling(message)],
+                                [1, 300])),
+            (True, [lambda: jl.max_of_n(Exponential(mean=1e-5) + 1e-4, n=[1, 1000]),
+                    lambda: jl.max_of_n(Empirical(draw.exponential(1e-5, 20_000)),
+                                        n=[1, 1000, 10**9]),
+                    # one N: the parallel variant's step sum (several N run on one thread
+                    # each)
+                    lambda: jl.max_of_n(Empirical(draw.exponential(1e-5, 20_000)), n=1000),
+                    lambda: jl.max_of_n(Exponential(mean=1.0), n=[1, 64],
+                                        method="montecarlo", replicates=100, rng=0)]),
+            (False, [lambda: wavefront_predict(Wavefront(2, 2, blocks=3, work=1e-5,
+                                                         iterations=2, message=message)),
+                     lambda: wavefront_predict(Wavefront(2, 2, blocks=3, work=1e-5,
+                                                         iterations=2, message=message),
+                                               trace)]),
+            (False, [lambda: approximate_timeline(random_events(0)),
+                     lambda: accumulated_noise(random_events(1))])]
 
+    # a group that compiles the same kernels in both variants runs once, in the first: the
+    # two processes compiled the schedule's event loop, the wavefront's, the estimate's,
+    # run_rounds and more each at the same time (fresh cache: 35 of 46 and 42 kernels were
+    # saved by both processes)
     counts = {"one-thread": 1, "parallel": numba.get_num_threads()}
+    per_variant = {variant: groups(variant) for variant in variants}
     if shared is None:  # one thread first: beside this process the tests find one CPU free
-        work = [(counts[variant], group) for variant in variants
-                for group in groups(variant)]
+        order = [(variant, index) for variant in variants
+                 for index in range(len(per_variant[variant]))]
     else:  # each group's two variants one after the other: the largest first
-        per_variant = {variant: groups(variant) for variant in variants}
-        work = [(counts[variant], per_variant[variant][index])
-                for index in range(len(per_variant[variants[0]]))
-                for variant in sorted(variants, reverse=True)]
+        order = [(variant, index) for index in range(len(per_variant[variants[0]]))
+                 for variant in sorted(variants, reverse=True)]
+    work = [(counts[variant], per_variant[variant][index][1]) for variant, index in order
+            if per_variant[variant][index][0] or variant == variants[0]]
     done = 0
     threads_setting = os.environ.get("JITTERLAB_THREADS")
     os.environ["JITTERLAB_THREADS"] = "all"  # the parallel variants too, beside busy tests
