@@ -12,9 +12,17 @@ browser load MathJax from its CDN on those pages, and without it they show their
 from __future__ import annotations
 
 import re
+import sys
 import types
 
 import jitterlab
+
+# myst-nb reads notebooks with nbformat, which imports jsonschema; jsonschema imports
+# rfc3987_syntax when it is installed (a dependency of jupyter-events), and that builds 38
+# Lark grammars at import: 1.8 CPU-s of a build (profiled 2026-11-26), for "iri" formats
+# that no notebook schema uses. Marking the module absent makes jsonschema skip it; conf.py
+# runs in the build's own process (see jitterlab.docs_site), before the extensions load.
+sys.modules.setdefault("rfc3987_syntax", None)
 
 project = "jitterlab"
 author = "the jitterlab developers"
