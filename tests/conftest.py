@@ -213,19 +213,15 @@ def warm_numba_cache(variants=WARM_UP_VARIANTS, shared: Path | None = None) -> s
         """Groups of calls that compile the same kernels, each with True where it compiles
         other kernels in the two variants, in the order in which the tests first need them
         after a fresh clone: the tree barrier (its compilation took 57 s in CI) first, the
-        schedule's event loop (two specializations) next. The parallel variant's simulations
+        schedule's event loop next. The parallel variant's simulations
         have no task count below ``PARALLEL_MIN_TASKS`` (256), which would compile the
         one-thread kernels."""
         sizes = [1, 300] if variant == "one-thread" else [300]
         return [
             (True, simulations([jl.TreeBarrier(), jl.TreeBarrier(message=message)], sizes)),
-            # the event loop from jl.simulate_schedule and, with detail="events", from
-            # Python with the per-operation times and matches (another specialization: 15
-            # CPU-s of test_schedule_events' first test)
+            # the event loop (detail="events" calls the same specialization from Python)
             (False, [lambda: jl.simulate_schedule(jl.read_goal(goal), jl.LogGOPS(
-                L=3e-6, o=1e-6, g=2e-6, G=2e-9, O=5e-10, S=4096)),
-                     lambda: jl.simulate_schedule(jl.read_goal(goal), jl.LogGOPS(
-                         L=3e-6, o=1e-6, g=2e-6, G=2e-9, O=5e-10, S=4096), detail="events")]),
+                L=3e-6, o=1e-6, g=2e-6, G=2e-9, O=5e-10, S=4096))]),
             (True, simulations([None], sizes)),
             # run_rounds has no parallel variant: the one-thread sizes compile all of it
             (False, simulations([jl.Dissemination(message), jl.RecursiveDoubling(message)],
@@ -248,8 +244,9 @@ def warm_numba_cache(variants=WARM_UP_VARIANTS, shared: Path | None = None) -> s
 
     # a group that compiles the same kernels in both variants runs once, in the first: the
     # two processes compiled the schedule's event loop, the wavefront's, the estimate's,
-    # run_rounds and more each at the same time (fresh cache: 35 of 46 and 42 kernels were
-    # saved by both processes)
+    # run_rounds and more each at the same time (fresh clone, niced, load 1.6-1.9: 30
+    # kernels saved by both processes, 146.7 CPU-s in 75.5 s; once: 5, the tree's shared
+    # callees, 105.5 CPU-s in 57.1 s)
     counts = {"one-thread": 1, "parallel": numba.get_num_threads()}
     per_variant = {variant: groups(variant) for variant in variants}
     if shared is None:  # one thread first: beside this process the tests find one CPU free
