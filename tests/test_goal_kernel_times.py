@@ -104,7 +104,7 @@ def test_matched_send_of_each_receive():
         zeros = np.zeros(3, dtype=np.int64)
         done, _, left = kernel.simulate_with_matches(
             *args, kernel.NO_NOISE, zeros[:2], zeros[:2], zeros, zeros[:0],
-            kernel.new_operation_times(0), matched, zeros.copy())
+            kernel.new_operation_times(0), matched, zeros.copy(), True)
         assert done == 5 and left == 0
         assert matched.tolist() == [2, 4, -1, -1, -1]
 

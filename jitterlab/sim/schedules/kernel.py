@@ -123,4 +123,5 @@ def simulate_with_times(kind, rank, peer, size, tag, calc, cpu, nic, rank_offset
         kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets, placement, origin,
         succ_offsets, succ, isucc_offsets, isucc, waits, channel, n_channels, exact, n_cpus,
         n_nics, latency, overhead, gap, gap_per_byte, overhead_per_byte, eager_limit, mode,
-        trc_start, trc_dur, rank_time, delta, times, np.empty(0, dtype=np.int64), end_out)
+        trc_start, trc_dur, rank_time, delta, times, np.empty(0, dtype=np.int64), end_out,
+        True)  # park given, as every caller gives it: one compiled version

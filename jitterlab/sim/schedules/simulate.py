@@ -71,7 +71,7 @@ class _Prepared:
         matched = np.full(self.n, -1, dtype=np.int64)
         done, _, left = kernel.simulate_with_matches(
             *self.arguments(), mode, trc_start, trc_dur, rank_time, delta, times, matched,
-            end)
+            end, True)  # park given, as every caller gives it: one compiled version
         if done != self.n or left:
             self._deadlock(done, left, mode, trc_start, trc_dur, rank_time, delta)
         return times, matched, end
