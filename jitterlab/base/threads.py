@@ -32,6 +32,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from types import FunctionType
@@ -179,38 +180,19 @@ def map_on_threads(function, items, threads: int) -> list:
         Threads to use, the calling one included [count].
     """
     items = list(items)
-    results = [None] * len(items)
-    positions = iter(range(len(items)))
-    lock = threading.Lock()
-    failures = []
-
-    def work():
+    def run(item):
         with one_thread():
-            while not failures:
-                with lock:
-                    index = next(positions, None)
-                if index is None:
-                    return
-                try:
-                    results[index] = function(items[index])
-                except BaseException as error:  # handed to the calling thread
-                    failures.append(error)
+            return function(item)
 
-    helpers = [threading.Thread(target=work, name=f"jitterlab-{k}", daemon=True)
-               for k in range(min(threads, len(items)) - 1)]
-    for helper in helpers:
-        helper.start()
-    try:
-        work()
-    except BaseException as error:  # an interrupt: the helpers stop after their item
-        failures.append(error)
-        raise
-    finally:
-        for helper in helpers:
-            helper.join()
-    if failures:
-        raise failures[0]
-    return results
+    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(items))),
+                            thread_name_prefix="jitterlab") as pool:
+        futures = [pool.submit(run, item) for item in items]
+        try:
+            return [future.result() for future in futures]
+        except BaseException:  # a failure or an interrupt: the items not begun are dropped
+            for future in futures:
+                future.cancel()
+            raise
 
 
 def one_thread_copy(kernel, name):
