@@ -45,24 +45,31 @@ from pathlib import Path
 
 from ..traces.trace import Trace
 from . import common as _common
-from . import ftq, fwq, native, sysjitter
 from .common import NotATraceError, strip_gz
-from .events import read_events, write_events
-from .ftq import FTQMeasurement, read_ftq
-from .ftrace import LostEventsWarning, read_ftrace
-from .fwq import read_fwq
-from .loggopsim import read_timeline as read_loggopsim_timeline
-from .osnoise import (
-    OsnoiseHistogram,
-    read_osnoise_events,
-    read_osnoise_periods,
-    read_rtla_osnoise_hist,
-    read_rtla_osnoise_top,
-)
-from .otf2 import read_otf2_events
-from .otf2_write import write_otf2_events
-from .ross import read_summary as read_ross_summary
-from .sysjitter import read_summary as read_sysjitter_summary
+
+#: public name -> (module of this package, its attribute), imported on first use (PEP 562):
+#: a process that needs one reader, or only :mod:`jitterlab.io.chunks` (an MPI rank of
+#: ``jitterlab measure``), does not import them all (FTQ's and FWQ's readers import
+#: :mod:`jitterlab.noise` and with it ``scipy.stats``)
+_LAZY: dict[str, tuple[str, str]] = {
+    "read_sysjitter_summary": ("sysjitter", "read_summary"),
+    "read_ftq": ("ftq", "read_ftq"),
+    "FTQMeasurement": ("ftq", "FTQMeasurement"),
+    "read_fwq": ("fwq", "read_fwq"),
+    "read_ross_summary": ("ross", "read_summary"),
+    "read_otf2_events": ("otf2", "read_otf2_events"),
+    "write_otf2_events": ("otf2_write", "write_otf2_events"),
+    "read_loggopsim_timeline": ("loggopsim", "read_timeline"),
+    "read_events": ("events", "read_events"),
+    "write_events": ("events", "write_events"),
+    "read_ftrace": ("ftrace", "read_ftrace"),
+    "LostEventsWarning": ("ftrace", "LostEventsWarning"),
+    "read_osnoise_events": ("osnoise", "read_osnoise_events"),
+    "read_osnoise_periods": ("osnoise", "read_osnoise_periods"),
+    "read_rtla_osnoise_top": ("osnoise", "read_rtla_osnoise_top"),
+    "read_rtla_osnoise_hist": ("osnoise", "read_rtla_osnoise_hist"),
+    "OsnoiseHistogram": ("osnoise", "OsnoiseHistogram"),
+}
 
 __all__ = ["read_trace", "FORMATS", "EXTENSIONS", "NOT_TRACES", "NotATraceError",
            "read_sysjitter_summary", "read_ftq", "FTQMeasurement", "read_fwq",
@@ -70,6 +77,31 @@ __all__ = ["read_trace", "FORMATS", "EXTENSIONS", "NOT_TRACES", "NotATraceError"
            "read_events", "write_events"]
 __all__ += ["read_ftrace", "LostEventsWarning", "read_osnoise_events", "read_osnoise_periods",
             "read_rtla_osnoise_top", "read_rtla_osnoise_hist", "OsnoiseHistogram"]
+
+
+def __getattr__(name: str):
+    """A public name of :data:`_LAZY`, or a module of this package (``jitterlab.io.ftq``),
+    imported on first use and kept."""
+    if name in _LAZY:
+        module_name, attribute = _LAZY[name]
+        value = getattr(importlib.import_module(f"{__name__}.{module_name}"), attribute)
+    elif not name.startswith("_") and (Path(__file__).parent / f"{name}.py").is_file():
+        value = importlib.import_module(f"{__name__}.{name}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+def _not_a_trace(format: str, name: str) -> NotATraceError:
+    """The error of the reader module ``format`` (``"ftq"``, ``"fwq"``) for the file
+    ``name``, naming the reader to use."""
+    return importlib.import_module(f"{__name__}.{format}").not_a_trace(name)
+
 
 #: format name -> module of this package that reads it
 FORMATS: dict[str, str] = {
@@ -93,7 +125,8 @@ EXTENSIONS: dict[str, str] = {
 
 #: measurements that are not traces: name -> the error naming their reader (called with
 #: the file name)
-NOT_TRACES = {"ftq": ftq.not_a_trace, "fwq": fwq.not_a_trace}
+NOT_TRACES = {"ftq": lambda name: _not_a_trace("ftq", name),
+              "fwq": lambda name: _not_a_trace("fwq", name)}
 
 #: file names FTQ and FWQ give their output (``ftq_0.dat``, ``fwq_0_times.dat``)
 _NOT_TRACE_NAME = re.compile(r"(ftq|fwq)(?![a-z])", re.IGNORECASE)
@@ -117,6 +150,8 @@ def _sniff(path: Path) -> str | None:
 
     Raises NotATraceError for FTQ output and FWQ files named by FWQ.
     """
+    from . import native, sysjitter
+
     match = _NOT_TRACE_NAME.match(path.name)
     if match:
         raise NOT_TRACES[match.group(1).lower()](path.name)
@@ -130,6 +165,8 @@ def _sniff(path: Path) -> str | None:
                      if title.startswith(prefix)), None)
     if sysjitter.looks_like_raw(lines) or sysjitter.looks_like_summary(lines):
         return "sysjitter"  # whose reader refuses a summary, naming read_sysjitter_summary
+    from . import ftq  # after the cheaper checks: it imports jitterlab.noise
+
     if ftq.looks_like_ftq(lines[:40]):
         raise ftq.not_a_trace(path.name)
     return None
