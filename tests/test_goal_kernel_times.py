@@ -16,7 +16,8 @@ import pytest
 
 import jitterlab as jl
 from jitterlab.schedules import CALC, RECV, SEND, kernel
-from jitterlab.sim.schedules.event_loop import simulate_with_matches
+from jitterlab.sim.event_queue import CHUNKS_FULL, FIFO_FULL
+from jitterlab.sim.schedules.event_loop import HEAP_FULL, run_in_room, simulate_with_matches
 from jitterlab.sim.schedules.parking import parking_allowed
 
 NS = 1000  # ticks per ns at the default 1 ps resolution
@@ -155,3 +156,58 @@ def test_parked_retries_change_nothing(case):
                 np.testing.assert_array_equal(mine, theirs)
             if case.startswith("alltoall"):  # there were retries to park, many per host
                 assert parked[1] > n + sends + 100 * p
+
+
+def zero_byte_ring(p):
+    """Each rank sends 0 B to the next, receives from the previous and computes 1 µs
+    after its send: under O > o a 0-byte send frees its CPU before it began (LogGOPSim's
+    unsigned arithmetic), so the calc is an event dated in the past (the heap)."""
+    ranks = np.repeat(np.arange(p), 3)
+    kind = np.tile([SEND, RECV, CALC], p)
+    peer = np.stack([(np.arange(p) + 1) % p, (np.arange(p) - 1) % p,
+                     np.full(p, -1)], axis=1).ravel()
+    sends = np.arange(p) * 3
+    return jl.Schedule(p, kind=kind, rank=ranks, peer=peer, size=np.zeros(3 * p, dtype=int),
+                       duration=np.tile([0.0, 0.0, 1e-6], p),
+                       requires=jl.schedules.dependencies_from_pairs(3 * p, sends + 2, sends))
+
+
+@pytest.mark.parametrize("case", ["allreduce_recdoub_compute_64_8b", "zero_byte_ring"])
+def test_full_queue_room_is_reported_and_more_changes_nothing(case):
+    """The event loop's queue arrays have fixed sizes (``run_in_room``): a run that fills
+    one stops with its code, and runs with more of it (doubled, as
+    ``simulate_with_matches`` does) give the same times, matches, ends and event count
+    as the bounds ``simulate_with_matches`` starts from."""
+    if case == "zero_byte_ring":
+        schedule, params = zero_byte_ring(40), jl.LogGOPS.from_loggopsim(O=2000)
+    else:
+        schedule, params = jl.read_goal(DATA / f"{case}.goal.gz"), jl.LogGOPS.from_loggopsim()
+    n, p = schedule.n_operations, schedule.num_ranks
+    args = kernel.schedule_arguments(schedule, params)
+    none = np.zeros(2, dtype=np.int64)
+    noise = (kernel.DELTA, none, none, np.zeros(p, dtype=np.int64),
+             np.random.default_rng(23).integers(0, 2_000 * NS, 2 * n))
+
+    def outputs():
+        return kernel.new_operation_times(n), np.zeros(n, dtype=np.int64), np.zeros(
+            p, dtype=np.int64)
+
+    reference = outputs()
+    expected = simulate_with_matches(*args, *noise, *reference, True)
+    assert expected[0] == n and expected[2] == 0
+    room = np.array([1, 1, 1, 0])  # park; fifo entries, chunk rows, heap entries
+    full = []
+    while True:
+        found = outputs()
+        result = run_in_room(*args, *noise, *found, room)
+        if result[3] == 0:
+            break
+        full.append(result[3])
+        where = {FIFO_FULL: 1, CHUNKS_FULL: 2, HEAP_FULL: 3}[result[3]]
+        room[where] = max(2 * room[where], 1)
+    assert result[:3] == expected
+    for mine, theirs in zip(found, reference, strict=True):
+        np.testing.assert_array_equal(mine, theirs)
+    assert FIFO_FULL in full and CHUNKS_FULL in full
+    if case == "zero_byte_ring":
+        assert HEAP_FULL in full

@@ -20,6 +20,16 @@ A kernel writes the radix queue's push and the fifo's insertion out in its loop 
 below in :func:`radix_push`): as inlined helpers taking the arrays they made the schedule
 loop 1.4x slower (0.80 vs 0.57 s on 65 536 ranks, same process). The rare operations
 (growing, spreading a bucket, the heap of past events) are called.
+
+Reference counting: numba increfs and decrefs (atomic instructions, ~20 cycles each,
+which also wait for every pending store) an array variable that is *reassigned* inside
+a loop on every iteration, and an array passed to an ``inline="always"`` helper on every
+inlined call. In the schedule loop that was 2/3 of its time (perf, recursive doubling on
+65 536 ranks). Hence the fixed-size variant: :func:`new_fixed_chunks` allocates the
+arrays once at a bound (pages are touched only when used), chunk rows are taken from a
+free list or, past it, the next untouched row (``fresh``), and :func:`radix_take` and
+:func:`compact` never replace an array; a kernel that finds an array full returns and is
+run again with more room (:data:`FIFO_FULL`, :data:`CHUNKS_FULL`).
 """
 
 from __future__ import annotations
@@ -29,13 +39,16 @@ import numpy as np
 from numba.cpython.unsafe.numbers import leading_zeros
 
 __all__ = ["CHUNK", "NEXT", "FILL", "new_chunks", "more_chunks", "radix_push", "radix_spread",
-           "fifo_room", "heap_push", "heap_pop", "bit_length", "resized"]
+           "fifo_room", "heap_push", "heap_pop", "bit_length", "resized", "new_fixed_chunks",
+           "radix_take", "compact", "FIFO_FULL", "CHUNKS_FULL"]
 
 #: events per chunk of a radix bucket
 CHUNK = 128
 #: the columns of a chunk's row after its times and keys: the next chunk, the fill
 NEXT, FILL = 2 * CHUNK, 2 * CHUNK + 1
 _NONE = np.iinfo(np.int64).max
+#: :func:`radix_take`'s answers when the fifo or the chunks are full
+FIFO_FULL, CHUNKS_FULL = -2, -3
 
 
 @numba.njit(cache=True, inline="always")
@@ -195,3 +208,84 @@ def heap_pop(heap_t, heap_s, heap_c, size):
             break
     heap_t[parent], heap_s[parent], heap_c[parent] = t, s, c
     return size
+
+
+@numba.njit(cache=True)
+def new_fixed_chunks(rows):
+    """An empty radix queue of at most ``rows`` chunks: (bucket_head, bucket_tail,
+    bucket_min, chunks); no row is touched (the free list starts empty, ``fresh`` at 0)."""
+    return (np.full(65, -1, dtype=np.int64), np.full(65, -1, dtype=np.int64),
+            np.full(65, _NONE, dtype=np.int64),
+            np.empty((rows, 2 * CHUNK + 2), dtype=np.int64))
+
+
+@numba.njit(cache=True)
+def radix_take(bucket_head, bucket_tail, bucket_min, chunks, free_chunk, fresh, fifo):
+    """:func:`radix_spread` on arrays that never grow (:func:`new_fixed_chunks`; a new
+    chunk is the free list's first, else row ``fresh``). Returns (least time, or −1 when
+    the queue is empty, or :data:`FIFO_FULL` / :data:`CHUNKS_FULL`, count, free_chunk,
+    fresh); after a FULL the queue is spoilt (run again with more room)."""
+    b = 1
+    while b < 65 and bucket_head[b] < 0:
+        b += 1
+    if b == 65:
+        return -1, 0, free_chunk, fresh
+    least = bucket_min[b]
+    c = bucket_head[b]
+    bucket_head[b] = -1
+    bucket_tail[b] = -1
+    bucket_min[b] = _NONE
+    count = 0
+    while c >= 0:
+        following = chunks[c, NEXT]
+        for j in range(chunks[c, FILL]):
+            when = chunks[c, j]
+            key = chunks[c, CHUNK + j]
+            if when == least:
+                if count == fifo.size:
+                    return FIFO_FULL, 0, free_chunk, fresh
+                fifo[count] = key
+                count += 1
+                continue
+            nb = bit_length(when ^ least)  # radix_push written out (no reference counts)
+            tail = bucket_tail[nb]
+            if tail < 0 or chunks[tail, FILL] == CHUNK:
+                if free_chunk >= 0:
+                    node = free_chunk
+                    free_chunk = chunks[node, NEXT]
+                elif fresh < chunks.shape[0]:
+                    node = fresh
+                    fresh += 1
+                else:
+                    return CHUNKS_FULL, 0, free_chunk, fresh
+                chunks[node, NEXT] = -1
+                chunks[node, FILL] = 0
+                if tail < 0:
+                    bucket_head[nb] = node
+                else:
+                    chunks[tail, NEXT] = node
+                bucket_tail[nb] = node
+                tail = node
+            k = chunks[tail, FILL]
+            chunks[tail, k] = when
+            chunks[tail, CHUNK + k] = key
+            chunks[tail, FILL] = k + 1
+            if when < bucket_min[nb]:
+                bucket_min[nb] = when
+        chunks[c, NEXT] = free_chunk
+        free_chunk = c
+        c = following
+    for q in range(1, count):  # in push order, so mostly in stamp order already
+        if fifo[q] < fifo[q - 1]:
+            fifo[:count].sort()
+            break
+    return least, count, free_chunk, fresh
+
+
+@numba.njit(cache=True)
+def compact(fifo, f_head, f_tail):
+    """Move the fifo's keys ``fifo[f_head:f_tail]`` to its front; returns the new
+    ``f_tail`` (``f_head`` becomes 0)."""
+    for q in range(f_tail - f_head):
+        fifo[q] = fifo[f_head + q]
+    return f_tail - f_head

@@ -50,8 +50,11 @@ def trace_noise(trc_start, trc_dur, trctime, rank_time, start, length):
     return noise
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def operation_noise(mode, index, host, start, length, trc_start, trc_dur, rank_time, delta):
+    """The noise [ticks] of CPU time [start, start + length) of operation ``index`` on
+    ``host`` under noise ``mode``. A call, not inlined: numba would count references to
+    the four arrays at every inlined use (atomic instructions; see the event loop)."""
     if mode == TRACE:
         return trace_noise(trc_start, trc_dur, trc_start[trc_start.size - 1],
                             rank_time[host], start, length)

@@ -36,43 +36,31 @@ import numpy as np
 
 from ..event_queue import (
     CHUNK,
+    CHUNKS_FULL,
+    FIFO_FULL,
     FILL,
     NEXT,
     bit_length,
-    fifo_room,
+    compact,
     heap_pop,
     heap_push,
-    more_chunks,
-    new_chunks,
-    radix_spread,
-    resized,
+    new_fixed_chunks,
+    radix_take,
 )
 from .costs import NO_NOISE, operation_noise, per_byte, receive_bytes
 from .parking import parking_allowed, rescan
 from .sorting import std_sort
 
-__all__ = ["simulate_with_matches", "release", "TIME_FIELDS", "START", "CPU_START",
-           "CPU_END", "NOISE", "COMPLETE"]
+__all__ = ["simulate_with_matches", "run_in_room", "HEAP_FULL", "TIME_FIELDS", "START",
+           "CPU_START", "CPU_END", "NOISE", "COMPLETE"]
 
 _SEND, _RECV, _CALC = 1, 2, 3
+#: :func:`run_in_room`'s answer when the past-event heap is full
+HEAP_FULL = -4
 
 #: rows of the per-operation times of :func:`simulate_with_matches`
 TIME_FIELDS = ("start", "cpu_start", "cpu_end", "noise", "complete")
 START, CPU_START, CPU_END, NOISE, COMPLETE = range(len(TIME_FIELDS))
-
-
-@numba.njit(cache=True, inline="always")
-def release(offsets, targets, x, remaining, ready, n_ready):
-    """Count down the waits of the operations that wait for x (CSR ``offsets``,
-    ``targets``); those with none left join ``ready``. Returns the new ``n_ready``.
-    Inlined in numba's IR, so a call costs nothing per event."""
-    for j in range(offsets[x], offsets[x + 1]):
-        b = targets[j]
-        remaining[b] -= 1
-        if remaining[b] == 0:
-            ready[n_ready] = b
-            n_ready += 1
-    return n_ready
 
 
 # --------------------------------------------------------------------------------------
@@ -90,13 +78,45 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
     ``park``: park retried events per host where that is exact (:mod:`.parking`; the
     same results and event count); False queues every retry as LogGOPSim does.
 
-    :func:`release` is inlined in numba's IR (``inline="always"``; no slower than the
-    loops written out). The queue unlinking and the rendezvous completion stay written
-    out twice: as inlined helpers they made the loop 14-26 % slower (quiet.sh, same
-    process). The event queue's operations are written out where they are used: a
-    numba call that passes arrays pays reference counting on every event (3x slower for
-    a heap in a micro-benchmark).
+    No array is passed to an inlined helper or reassigned inside the loop: numba then
+    counts references (two atomic instructions per array per event), which took 2/3 of
+    the loop's time (perf on recursive doubling, 65 536 ranks: 90 -> 40 ns/event without;
+    :mod:`jitterlab.sim.event_queue`). So the queue's arrays have a fixed size (a bound,
+    touched only where used; a queue that overflows it makes :func:`run_in_room` return
+    and run again with more room), the releases of an event's operations are gathered and
+    done in one loop at the end of the event, and the queue's push, the unlinking from
+    the matching queues and the rendezvous completion are written out.
     """
+    # (an array, not scalars: numba would compile the loop once more for each literal)
+    room = np.empty(4, dtype=np.int64)
+    room[0] = 1 if park else 0
+    room[1] = 2 * kind.size + rank_offsets.size + 1  # each operation, message, token once
+    room[2] = room[1] // CHUNK + 66  # and a partly filled chunk per bucket
+    room[3] = 1024
+    while True:
+        done, events, left, full = run_in_room(
+            kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets, placement, origin,
+            succ_offsets, succ, isucc_offsets, isucc, waits, channel, n_channels, exact,
+            n_cpus, n_nics, latency, overhead, gap, gap_per_byte, overhead_per_byte,
+            eager_limit, mode, trc_start, trc_dur, rank_time, delta, times, matched, end_out,
+            room)
+        if full == 0:
+            return done, events, left
+        room[1 if full == FIFO_FULL else 2 if full == CHUNKS_FULL else 3] *= 2
+
+
+@numba.njit(cache=True)
+def run_in_room(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets, placement,
+                origin, succ_offsets, succ, isucc_offsets, isucc, waits, channel, n_channels,
+                exact, n_cpus, n_nics, latency, overhead, gap, gap_per_byte,
+                overhead_per_byte, eager_limit, mode, trc_start, trc_dur, rank_time, delta,
+                times, matched, end_out, room):
+    """:func:`simulate_with_matches` with ``room`` = (park 1 or 0, entries of the fifo,
+    rows of chunks, entries of the past-event heap). Returns (done, events, left, 0),
+    or (0, 0, 0, what was full: :data:`FIFO_FULL`, :data:`CHUNKS_FULL` or
+    :data:`HEAP_FULL`); then run it again with more of that room."""
+    park = room[0] != 0
+    fifo_size, chunk_rows, heap_size = room[1], room[2], room[3]
     n = kind.size
     p = rank_offsets.size - 1
     keep = times.shape[1] == n and n > 0
@@ -123,10 +143,9 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
     # handled, a 0-byte message with O > o): those "past" events go to a binary heap
     # (ht, hs, hc; size_q) that is served first. All other events are in a radix queue
     # keyed by time (``last``, ``fifo``, buckets of chunks), O(1) amortized per event.
-    capacity = 64
-    ht = np.empty(capacity, dtype=np.int64)
-    hs = np.empty(capacity, dtype=np.int64)
-    hc = np.empty(capacity, dtype=np.int64)
+    ht = np.empty(heap_size, dtype=np.int64)
+    hs = np.empty(heap_size, dtype=np.int64)
+    hc = np.empty(heap_size, dtype=np.int64)
     size_q = 0
     code_bits = 1
     while (1 << code_bits) < 2 * n + p + 2:  # operations, messages, parking tokens
@@ -135,10 +154,14 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
         raise ValueError("the schedule has too many operations for the event queue")
     code_mask = (1 << code_bits) - 1
     last = 0
-    fifo = np.empty(1024, dtype=np.int64)
+    fifo = np.empty(fifo_size, dtype=np.int64)
     f_head = 0
     f_tail = 0
-    bucket_head, bucket_tail, bucket_min, chunks, free_chunk = new_chunks()
+    bucket_head, bucket_tail, bucket_min, chunks = new_fixed_chunks(chunk_rows)
+    free_chunk = -1  # the free list of chunk rows; past it, row ``fresh``
+    fresh = 0
+    releases = np.empty(4, dtype=np.int64)  # of one event: x (succ), ~x (isucc)
+    has_isucc = isucc.size > 0
     widest = 1
     for r in range(p):
         widest = max(widest, rank_offsets[r + 1] - rank_offsets[r])
@@ -175,7 +198,7 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
         std_sort(order, 0, count, kind)
         for k in range(count):  # all at time 0 = last, in stamp order
             if f_tail == fifo.size:
-                fifo = resized(fifo, 2 * fifo.size)
+                return 0, 0, 0, FIFO_FULL
             fifo[f_tail] = (stamp << code_bits) | order[k]
             f_tail += 1
             stamp += 1
@@ -183,8 +206,10 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
     while True:
         if size_q == 0:  # the radix queue
             if f_head == f_tail:  # spread the lowest non-empty bucket
-                least, f_tail, fifo, chunks, free_chunk = radix_spread(
-                    bucket_head, bucket_tail, bucket_min, chunks, free_chunk, fifo)
+                least, f_tail, free_chunk, fresh = radix_take(
+                    bucket_head, bucket_tail, bucket_min, chunks, free_chunk, fresh, fifo)
+                if least == FIFO_FULL or least == CHUNKS_FULL:
+                    return 0, 0, 0, least
                 if least < 0:
                     break
                 last = least
@@ -211,6 +236,7 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
             taken = True
         n_push = 0
         n_ready = 0
+        n_releases = 0
         host_a = -1  # the (at most two) hosts that completed something
         host_b = -1
         retry = -1
@@ -233,8 +259,10 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
                         record[CPU_END, i] = nexto[c]
                         record[NOISE, i] = noise
                         record[COMPLETE, i] = nexto[c]
-                    n_ready = release(isucc_offsets, isucc, i, remaining, ready, n_ready)
-                    n_ready = release(succ_offsets, succ, i, remaining, ready, n_ready)
+                    releases[n_releases] = ~i
+                    n_releases += 1
+                    releases[n_releases] = i
+                    n_releases += 1
                     done += 1
                     host_a = host
                 else:
@@ -243,7 +271,8 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
                 nc = host * n_nics + nic[i]
                 free = max(nexto[c], nextgs[nc])
                 if free <= t:
-                    n_ready = release(isucc_offsets, isucc, i, remaining, ready, n_ready)
+                    releases[n_releases] = ~i
+                    n_releases += 1
                     host_a = host
                     noise = 0
                     if mode != NO_NOISE:
@@ -263,12 +292,14 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
                     if size[i] <= eager_limit:
                         if keep:
                             record[COMPLETE, i] = nexto[c]
-                        n_ready = release(succ_offsets, succ, i, remaining, ready, n_ready)
+                        releases[n_releases] = i
+                        n_releases += 1
                         done += 1
                 else:
                     retry = free
             else:  # a receive is posted: irequires met, then the unexpected queue
-                n_ready = release(isucc_offsets, isucc, i, remaining, ready, n_ready)
+                releases[n_releases] = ~i
+                n_releases += 1
                 host_a = host
                 if keep:
                     record[START, i] = t
@@ -302,7 +333,8 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
                             nextgs[sn] = t
                         if keep:
                             record[COMPLETE, m] = t
-                        n_ready = release(succ_offsets, succ, m, remaining, ready, n_ready)
+                        releases[n_releases] = m
+                        n_releases += 1
                         done += 1
                         host_b = src
                     if keep:
@@ -310,7 +342,8 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
                         record[CPU_END, i] = m_cpu_end[m]
                         record[NOISE, i] = m_noise[m]
                         record[COMPLETE, i] = t
-                    n_ready = release(succ_offsets, succ, i, remaining, ready, n_ready)
+                    releases[n_releases] = i
+                    n_releases += 1
                     done += 1
                 else:  # post it
                     q_next[i] = -1
@@ -364,7 +397,8 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
                             nextgs[sn] = t
                         if keep:
                             record[COMPLETE, s] = t
-                        n_ready = release(succ_offsets, succ, s, remaining, ready, n_ready)
+                        releases[n_releases] = s
+                        n_releases += 1
                         done += 1
                         host_b = src
                     if keep:
@@ -372,7 +406,8 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
                         record[CPU_END, m] = nexto[c]
                         record[NOISE, m] = noise
                         record[COMPLETE, m] = nexto[c]
-                    n_ready = release(succ_offsets, succ, m, remaining, ready, n_ready)
+                    releases[n_releases] = m
+                    n_releases += 1
                     done += 1
                     host_a = host
                 else:  # unexpected
@@ -386,6 +421,22 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
                     uq_tail[ch] = s
             else:
                 retry = free
+        for q in range(n_releases):  # count down the waits of their dependents
+            x = releases[q]
+            if x >= 0:
+                for j in range(succ_offsets[x], succ_offsets[x + 1]):
+                    b = succ[j]
+                    remaining[b] -= 1
+                    if remaining[b] == 0:
+                        ready[n_ready] = b
+                        n_ready += 1
+            elif has_isucc:
+                for j in range(isucc_offsets[~x], isucc_offsets[~x + 1]):
+                    b = isucc[j]
+                    remaining[b] -= 1
+                    if remaining[b] == 0:
+                        ready[n_ready] = b
+                        n_ready += 1
         if retry >= 0 and parking < 0:
             parking = 0
             if parking_allowed(kind, size, calc, n_cpus, overhead, gap, gap_per_byte,
@@ -418,8 +469,16 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
                     if rank[ready[k]] == h:
                         order[count] = ready[k]
                         count += 1
-                if count > 1:
+                if count > 16:
                     std_sort(order, 0, count, kind)
+                else:  # libstdc++ sorts up to 16 by insertion, i.e. stably, and no call
+                    for q in range(1, count):
+                        b = order[q]
+                        w = q
+                        while w > 0 and kind[order[w - 1]] > kind[b]:
+                            order[w] = order[w - 1]
+                            w -= 1
+                        order[w] = b
                 for k in range(count):
                     b = order[k]
                     when = nexto[h * n_cpus + cpu[b]]
@@ -444,7 +503,10 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
             time_, stamp_, code_ = pend_t[q], pend_s[q], pend_c[q]
             if time_ == last:  # into the fifo, at its place by stamp (a retry's is old)
                 if f_tail == fifo.size:
-                    fifo, f_head, f_tail = fifo_room(fifo, f_head, f_tail)
+                    if f_head == 0:
+                        return 0, 0, 0, FIFO_FULL
+                    f_tail = compact(fifo, f_head, f_tail)
+                    f_head = 0
                 key = (stamp_ << code_bits) | code_
                 place = f_tail
                 while place > f_head and fifo[place - 1] > key:
@@ -456,10 +518,14 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
                 nb = bit_length(time_ ^ last)
                 tail = bucket_tail[nb]
                 if tail < 0 or chunks[tail, FILL] == CHUNK:
-                    if free_chunk < 0:
-                        chunks, free_chunk = more_chunks(chunks)
-                    node = free_chunk
-                    free_chunk = chunks[node, NEXT]
+                    if free_chunk >= 0:
+                        node = free_chunk
+                        free_chunk = chunks[node, NEXT]
+                    elif fresh < chunks.shape[0]:
+                        node = fresh
+                        fresh += 1
+                    else:
+                        return 0, 0, 0, CHUNKS_FULL
                     chunks[node, NEXT] = -1
                     chunks[node, FILL] = 0
                     if tail < 0:
@@ -475,10 +541,8 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
                 if time_ < bucket_min[nb]:
                     bucket_min[nb] = time_
             else:  # a past event: into the binary heap
-                if size_q == capacity:
-                    capacity *= 2
-                    ht, hs = resized(ht, capacity), resized(hs, capacity)
-                    hc = resized(hc, capacity)
+                if size_q == ht.size:
+                    return 0, 0, 0, HEAP_FULL
                 size_q = heap_push(ht, hs, hc, size_q, time_, stamp_, code_)
     left = 0
     for ch in range(n_channels):
@@ -492,4 +556,4 @@ def simulate_with_matches(kind, rank, peer, size, tag, calc, cpu, nic, rank_offs
     if keep:
         for j in range(n):
             times[:, origin[j]] = record[:, j]
-    return done, events, left
+    return done, events, left, 0
