@@ -18,14 +18,17 @@ import gzip
 import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numba
 import numpy as np
 from tqdm import tqdm
 
-from ..noise import Empirical
 from ._machine import check_integer, check_seconds, machine_attrs, pinned, resolve_cpu, utc_now
 from ._tsc import calibrate_tsc, check_cycle_counter, read_tsc
+
+if TYPE_CHECKING:  # the law's module imports scipy.stats: an MPI rank of the PB needs none of it
+    from ..noise import Empirical
 
 __all__ = ["fwq", "lcg_work", "read_fwq_samples", "write_fwq_samples", "LCG_A", "LCG_B",
            "LCG_P", "SOURCE"]
@@ -278,6 +281,8 @@ def fwq(work: float, samples: int, cpu: int | None = None, kernel: str = "lcg",
             bar.update(stop - begin)
     sequence = times / frequency
     sequence.flags.writeable = False
+    from ..noise import Empirical
+
     law = Empirical(sequence)
     law.sequence = sequence
     law.attrs = {
@@ -437,6 +442,8 @@ def read_fwq_samples(path) -> Empirical:
     if not np.all(np.isfinite(values)) or math.prod(values.shape) == 0:
         raise ValueError(f"{name}: expected a non-empty column of finite times")
     values.flags.writeable = False
+    from ..noise import Empirical
+
     law = Empirical(values)
     law.sequence = values
     law.attrs = attrs

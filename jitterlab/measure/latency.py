@@ -36,9 +36,9 @@ import logging
 import math
 import time
 from pathlib import Path
+from statistics import NormalDist
 
 import numpy as np
-from scipy import stats
 from tqdm import tqdm
 
 from ..base import limits
@@ -400,7 +400,7 @@ def _median_interval(values: np.ndarray, confidence: float) -> tuple[float, floa
     m = values.size
     if m == 0:
         return math.nan, math.nan, math.nan
-    z = stats.norm.ppf(0.5 + 0.5 * confidence)
+    z = NormalDist().inv_cdf(0.5 + 0.5 * confidence)
     low = int(max(0, math.floor(m / 2 - z * math.sqrt(m) / 2)))
     high = int(min(m - 1, math.ceil(m / 2 + z * math.sqrt(m) / 2)))
     return float(np.median(values)), float(values[low]), float(values[high])
@@ -456,7 +456,7 @@ def summarize_latency(dataset, confidence: float = 0.95):
     if not 0 < float(confidence) < 1:
         raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
     confidence = float(confidence)
-    z = float(stats.norm.ppf(0.5 + 0.5 * confidence))
+    z = NormalDist().inv_cdf(0.5 + 0.5 * confidence)
     one_way = dataset["ping_pong"].values.ravel() / 2
     barrier = dataset["barrier"].values.ravel()
     variables = {}
