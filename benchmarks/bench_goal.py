@@ -13,25 +13,34 @@ S=65535 B):
 The schedules come from :mod:`jitterlab.sim.schedules.generators` (equal to Schedgen2's); their
 GOAL text and LogGOPSim's binary form (``txt2bin``) are made once in ``--workdir`` and not
 timed. Timed: LogGOPSim's run (``LogGOPSim -f s.bin -b``, wall time of the process, which
-includes reading its binary schedule) and ``jl.simulate_schedule`` on the Schedule in memory
-(wall time, after a warm-up call that loads the compiled kernel; includes the set-up of
-the kernel's arrays and the xarray result). Both makespans are printed and must agree.
+includes reading its binary schedule; the best of ``--loggopsim-repeat``) and
+``jl.simulate_schedule`` on the Schedule in memory (wall time, after a warm-up call that
+loads the compiled kernel; includes the set-up of the kernel's arrays and the xarray
+result). Both makespans are printed and must agree.
 
-Printed: wall times, their ratio, operations per second and events per second of
-jitterlab, its split into the set-up of the kernel's arrays
-(:func:`jitterlab.sim.schedules.arguments.prepare_arguments`), the event loop
-(``kernel.simulate_arrays``) and the rest (checks, result), each the best of
-``--repeat`` separate runs; and memory: the Schedule's arrays per operation, and the peak
-resident memory the simulation added (VmHWM, reset before the run, in a fresh child
-process) per operation. ``--busy`` runs one ``python3 -c "while True: pass"`` at normal
-priority beside the measurements (killed at the end).
+jitterlab keeps a schedule's laid-out arrays with the schedule
+(:func:`jitterlab.sim.schedules.arguments.schedule_layout`), so two figures are timed:
+the *first call* on a schedule (the layout dropped before each call with ``forget_layout``:
+what a new schedule costs, the figure compared with LogGOPSim) and a *repeated call* (the
+layout kept: other costs or noise on the same schedule). Each is the best of ``--repeat``
+calls; all calls are printed, in order (the process's first large call pays fresh memory).
+
+Printed: wall times, the ratio to LogGOPSim, operations and events per second; the split
+of the same first calls into the set-up (``prepare_arguments``), the event loop
+(``kernel.simulate_arrays``) and the rest (checks, result), timed by wrappers around those
+two steps inside the timed calls (so the split adds up to the whole call); and memory: the
+Schedule's arrays per operation, the kept layout per operation, and the peak resident
+memory a first call adds (VmHWM, reset before the call, in a fresh child process) per
+operation. ``--busy`` runs one ``python3 -c "while True: pass"`` at normal priority beside
+the measurements (killed at the end).
 
 Timing-sensitive: run it under the team's measurement lock, at normal priority::
 
     flock /work/team/measure.lock python benchmarks/bench_goal.py \\
         --loggopsim /work/ext/loggopsim/src_tree/src/LogGOPSim
 
-(``--loggopsim`` is the folder holding the ``LogGOPSim`` and ``txt2bin`` binaries, built
+(or ``/work/team/quiet.sh python benchmarks/bench_goal.py ...``, which takes the lock itself;
+``--loggopsim`` is the folder holding the ``LogGOPSim`` and ``txt2bin`` binaries, built
 outside the project as in ``tests/data/goal/PROVENANCE.md``.)
 """
 
@@ -48,8 +57,8 @@ from pathlib import Path
 import numpy as np
 
 import jitterlab as jl
-from jitterlab.sim.schedules import generators, kernel
-from jitterlab.sim.schedules.arguments import prepare_arguments
+from jitterlab.sim.schedules import arguments, generators, kernel
+from jitterlab.sim.schedules import simulate as simulate_module
 
 FINISH = re.compile(r"Maximum finishing time at host \d+: (\d+)")
 WORKLOADS = {
@@ -69,32 +78,69 @@ def vm_kib(field: str) -> int:
 
 
 def child_memory(name: str) -> None:
-    """Print (JSON) the peak resident memory the simulation adds, in this process."""
+    """Print (JSON) the peak resident memory a first call adds, in this process."""
     schedule = WORKLOADS[name]()
     params = jl.LogGOPS.from_loggopsim()
     jl.simulate_schedule(generators.allreduce_ring(8, 64), params)
     Path("/proc/self/clear_refs").write_text("5")  # the peak so far (the generator's) is reset
     before = vm_kib("VmRSS")
     jl.simulate_schedule(schedule, params)
-    print(json.dumps({"added_kib": vm_kib("VmHWM") - before,
+    laid = arguments.schedule_layout(schedule)
+    own = {id(getattr(schedule, name)) for name in arguments.COLUMNS}
+    kept = sum(a.nbytes for a in laid if isinstance(a, np.ndarray) and a.base is None
+               and id(a) not in own)
+    print(json.dumps({"added_kib": vm_kib("VmHWM") - before, "kept_bytes": kept,
                       "schedule_bytes": schedule.nbytes, "operations": schedule.n_operations}))
 
 
-def split(schedule, params, repeat: int):
-    """Best-of-``repeat`` wall times [s] of the set-up and of the event loop alone."""
-    setup = loop = np.inf
-    p = schedule.num_ranks
-    for _ in range(repeat):
-        start = time.perf_counter()
-        args, _ = prepare_arguments(schedule, params)
-        middle = time.perf_counter()
-        none, empty = np.zeros(2, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        kernel.simulate_arrays(*args, kernel.NO_NOISE, none, none, np.zeros(p, np.int64),
-                               empty, empty, empty, np.zeros(p, dtype=np.int64))
-        setup = min(setup, middle - start)
-        loop = min(loop, time.perf_counter() - middle)
-        del args
-    return setup, loop
+class StepTimer:
+    """Wall time [s] of the set-up and of the event loop inside ``jl.simulate_schedule``
+    (wrappers around ``prepare_arguments`` and ``kernel.simulate_arrays``), summed since
+    the last ``reset``."""
+
+    def __init__(self):
+        self.setup = self.loop = 0.0
+        self.prepare = simulate_module.prepare_arguments
+        self.simulate = kernel.simulate_arrays
+
+    def __enter__(self):
+        def prepare(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return self.prepare(*args, **kwargs)
+            finally:
+                self.setup += time.perf_counter() - start
+
+        def simulate(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return self.simulate(*args, **kwargs)
+            finally:
+                self.loop += time.perf_counter() - start
+
+        simulate_module.prepare_arguments, kernel.simulate_arrays = prepare, simulate
+        return self
+
+    def __exit__(self, *exc):
+        simulate_module.prepare_arguments, kernel.simulate_arrays = self.prepare, self.simulate
+
+    def reset(self):
+        self.setup = self.loop = 0.0
+
+
+def timed_calls(schedule, params, repeat: int, first: bool):
+    """``repeat`` calls: [(whole, set-up, loop)] [s] and the last result; ``first``: the
+    kept layout dropped before each call."""
+    calls, result = [], None
+    with StepTimer() as steps:
+        for _ in range(repeat):
+            if first:
+                arguments.forget_layout(schedule)
+            steps.reset()
+            start = time.perf_counter()
+            result = jl.simulate_schedule(schedule, params)
+            calls.append((time.perf_counter() - start, steps.setup, steps.loop))
+    return calls, result
 
 
 def prepare(name: str, workdir: Path, txt2bin: Path):
@@ -113,7 +159,10 @@ def main() -> None:
                         help="folder with the LogGOPSim and txt2bin binaries")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/jitterlab-bench-goal"))
     parser.add_argument("--only", choices=sorted(WORKLOADS), action="append")
-    parser.add_argument("--repeat", type=int, default=3, help="jitterlab runs (best kept)")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="jitterlab calls of each kind (best kept)")
+    parser.add_argument("--loggopsim-repeat", type=int, default=2,
+                        help="LogGOPSim runs (best kept)")
     parser.add_argument("--busy", action="store_true",
                         help="run one busy loop at normal priority beside the measurements")
     parser.add_argument("--child-memory", help=argparse.SUPPRESS)
@@ -139,34 +188,42 @@ def measure(args, params, prepared, busy: bool) -> None:
     print(f"load before: {Path('/proc/loadavg').read_text().strip()}"
           + (" (one busy loop beside)" if busy else ""))
     for name, schedule, binary in prepared:
-        start = time.perf_counter()
-        out = subprocess.run([str(args.loggopsim / "LogGOPSim"), "-f", str(binary), "-b"]
-                             + params.loggopsim_arguments(), check=True,
-                             capture_output=True, text=True).stdout
-        loggopsim_s = time.perf_counter() - start
-        loggopsim_ns = int(FINISH.search(out).group(1))
-        best, result = np.inf, None
-        for _ in range(args.repeat):
+        loggopsim_s = np.inf
+        for _ in range(args.loggopsim_repeat):
             start = time.perf_counter()
-            result = jl.simulate_schedule(schedule, params)
-            best = min(best, time.perf_counter() - start)
+            out = subprocess.run([str(args.loggopsim / "LogGOPSim"), "-f", str(binary), "-b"]
+                                 + params.loggopsim_arguments(), check=True,
+                                 capture_output=True, text=True).stdout
+            loggopsim_s = min(loggopsim_s, time.perf_counter() - start)
+        loggopsim_ns = int(FINISH.search(out).group(1))
+        first, result = timed_calls(schedule, params, args.repeat, first=True)
+        again, _ = timed_calls(schedule, params, args.repeat, first=False)
         ours_ns = int(np.rint(float(result["makespan"][0]) * 1e9))
-        setup, loop = split(schedule, params, args.repeat)
         memory = json.loads(subprocess.run(
             [sys.executable, __file__, "--loggopsim", str(args.loggopsim),
              "--child-memory", name], check=True, capture_output=True, text=True).stdout)
         n, events = schedule.n_operations, result.attrs["events_per_run"]
+        best, setup, loop = min(first)
+        kept = min(again)[0]
         print(f"{name}: {schedule.num_ranks} ranks, {n} operations, {events} events")
         print(f"  makespan: LogGOPSim {loggopsim_ns} ns, jitterlab {ours_ns} ns "
               f"({'equal' if ours_ns == loggopsim_ns else 'DIFFERENT'})")
-        print(f"  wall time: LogGOPSim {loggopsim_s:.3f} s, jitterlab {best:.3f} s (best of "
-              f"{args.repeat}); ratio {loggopsim_s / best:.2f}x")
+        print(f"  wall time: LogGOPSim {loggopsim_s:.3f} s (best of {args.loggopsim_repeat}), "
+              f"jitterlab first call {best:.3f} s (best of {args.repeat}); "
+              f"ratio {loggopsim_s / best:.2f}x")
         print(f"  jitterlab: {n / best / 1e6:.2f} M operations/s, "
               f"{events / best / 1e6:.2f} M events/s")
-        print(f"  split (best of {args.repeat} each): set-up {setup:.3f} s, loop {loop:.3f} s "
-              f"({loop / events * 1e9:.0f} ns/event), rest {max(best - setup - loop, 0):.3f} s")
-        print(f"  memory: schedule {memory['schedule_bytes'] / n:.1f} B/operation; "
-              f"simulation peak adds {memory['added_kib'] * 1024 / n:.1f} B/operation")
+        print(f"  split of that call: set-up {setup:.3f} s ({setup / n * 1e9:.0f} ns/operation), "
+              f"loop {loop:.3f} s ({loop / events * 1e9:.0f} ns/event), "
+              f"rest {best - setup - loop:.3f} s")
+        print("  first calls in order (whole/set-up/loop) [s]: " + ", ".join(
+            f"{w:.3f}/{s:.3f}/{lo:.3f}" for w, s, lo in first))
+        print(f"  repeated call (layout kept): {kept:.3f} s (best of {args.repeat}), ratio "
+              f"{loggopsim_s / kept:.2f}x, {n / kept / 1e6:.2f} M operations/s; in order: "
+              + ", ".join(f"{w:.3f}" for w, _, _ in again))
+        print(f"  memory: schedule {memory['schedule_bytes'] / n:.1f} B/operation; kept "
+              f"layout {memory['kept_bytes'] / n:.1f} B/operation; a first call's peak adds "
+              f"{memory['added_kib'] * 1024 / n:.1f} B/operation")
     print(f"load after: {Path('/proc/loadavg').read_text().strip()}")
 
 

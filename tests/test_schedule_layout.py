@@ -151,3 +151,35 @@ def test_hand_schedule_runs_the_same_in_both_numberings():
         found.append((times, end))
     np.testing.assert_array_equal(found[0][0], found[1][0])
     np.testing.assert_array_equal(found[0][1], found[1][1])
+
+
+def test_layout_is_kept_with_the_schedule_and_renewed_when_it_changes():
+    """A second call on the same schedule reuses the layout (no second lay-out; the
+    schedule's arrays are read-only); another resolution, a replaced array or
+    forget_layout lays it out anew; simulation results do not change."""
+    schedule = generators.allreduce_recursive_doubling(16, 8 * 16, compute=1e-6)
+    first = jl.simulate_schedule(schedule, PARAMS)
+    laid = arguments.schedule_layout(schedule)
+    assert arguments.schedule_layout(schedule) is laid
+    assert arguments.prepare_arguments(schedule, jl.LogGOPS.from_loggopsim(L=1000))[0].calc \
+        is laid.calc
+    for name in arguments.COLUMNS:
+        assert not getattr(schedule, name).flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        schedule.duration[0] = 1.0
+    again = jl.simulate_schedule(schedule, PARAMS)
+    np.testing.assert_array_equal(again["end"], first["end"])
+    assert arguments.schedule_layout(schedule, resolution=1e-9) is not laid
+    arguments.forget_layout(schedule)
+    fresh = arguments.schedule_layout(schedule)
+    assert fresh is not laid
+    np.testing.assert_array_equal(fresh.calc, laid.calc)
+    longer = schedule.duration.copy()
+    longer[longer > 0] *= 2
+    schedule.duration = longer  # a replaced array: laid out again, with the new times
+    assert arguments.schedule_layout(schedule).longest_calc == 2 * laid.longest_calc
+    slower = jl.simulate_schedule(schedule, PARAMS)
+    assert float(slower.makespan[0]) > float(first.makespan[0])
+    copy = jl.Schedule(16, kind=schedule.kind, rank=schedule.rank, peer=schedule.peer,
+                       size=schedule.size, tag=schedule.tag, duration=schedule.duration)
+    assert copy.duration.flags.writeable  # a new schedule's arrays are its own, writable

@@ -2,8 +2,9 @@
 
 :func:`schedule_arguments` is the one place that turns a :class:`Schedule` and its
 :class:`LogGOPS` costs into the arguments of :func:`kernel.simulate_with_times`. Set-up
-that does not depend on the noise happens here, once per call of
-:func:`jitterlab.simulate_schedule`, whatever the number of runs:
+that depends on the schedule alone happens here (:func:`schedule_layout`), once per
+schedule: the layout is kept with the schedule (whose arrays become read-only), so the
+runs of a call and later calls on the same schedule (other costs, other noise) reuse it:
 
 * on many ranks (:data:`STEP_MAJOR_FROM_RANKS`), the operations are renumbered
   *step-major* (:func:`step_major_order`): the k-th operation of every rank, rank by
@@ -24,6 +25,7 @@ that does not depend on the noise happens here, once per call of
 
 from __future__ import annotations
 
+import weakref
 from typing import NamedTuple
 
 import numba
@@ -32,8 +34,9 @@ import numpy as np
 from ...traces.schedule import CALC, RECV, SEND
 from . import layout
 
-__all__ = ["schedule_arguments", "prepare_arguments", "KernelArguments", "step_major_order",
-           "successors", "channels", "ALL_EAGER", "STEP_MAJOR_FROM_RANKS"]
+__all__ = ["schedule_arguments", "prepare_arguments", "schedule_layout", "forget_layout",
+           "KernelArguments", "ScheduleLayout", "step_major_order", "successors", "channels",
+           "ALL_EAGER", "STEP_MAJOR_FROM_RANKS"]
 
 #: the eager limit [B] that makes every message eager (LogGOPS with S=None)
 ALL_EAGER = 2**62
@@ -215,6 +218,10 @@ def prepare_arguments(schedule, params, resolution: float = 1e-12,
     ``eager_limit``, the operations renumbered step-major (see the module's docstring),
     and the longest calc [ticks].
 
+    The arrays come from :func:`schedule_layout` (kept with the schedule: a second call
+    on the same schedule and resolution does not lay them out again); only the costs
+    come from ``params``.
+
     Parameters
     ----------
     schedule : Schedule
@@ -245,53 +252,156 @@ def prepare_arguments(schedule, params, resolution: float = 1e-12,
     >>> (times[kernel.CPU_END] // 1000).tolist()  # o; o + L + o + 7 G [ns]
     [1500, 5542]
     """
-    s = schedule
-    n = s.n_operations
+    laid = schedule_layout(schedule, resolution, step_major)
+    ticks = [int(np.rint(getattr(params, name) / resolution))
+             for name in ("L", "o", "g", "G", "O")]
+    eager_limit = ALL_EAGER if params.S is None else int(params.S)
+    return KernelArguments(*laid[:-1], *ticks, eager_limit), laid.longest_calc
+
+
+class ScheduleLayout(NamedTuple):
+    """The part of :class:`KernelArguments` that depends on the schedule alone (from
+    ``kind`` to ``n_nics``), and the longest calc [ticks]."""
+
+    kind: np.ndarray
+    rank: np.ndarray
+    peer: np.ndarray
+    size: np.ndarray
+    tag: np.ndarray
+    calc: np.ndarray
+    cpu: np.ndarray
+    nic: np.ndarray
+    rank_offsets: np.ndarray
+    placement: np.ndarray
+    origin: np.ndarray
+    succ_offsets: np.ndarray
+    succ: np.ndarray
+    isucc_offsets: np.ndarray
+    isucc: np.ndarray
+    waits: np.ndarray
+    channel: np.ndarray
+    n_channels: int
+    exact: bool
+    n_cpus: int
+    n_nics: int
+    longest_calc: int
+
+
+#: the schedule's arrays, in the order :func:`layout.lay_out` takes them
+COLUMNS = ("kind", "rank", "peer", "size", "tag", "duration", "cpu", "nic",
+           "requires_offsets", "requires", "irequires_offsets", "irequires")
+
+
+class _Kept:
+    """A schedule's layout kept for its next calls: the schedule's arrays it was made
+    from (each made read-only), writable views of them (the types numba compiled for),
+    the key (resolution, step-major) and the layout."""
+
+    def __init__(self, schedule, previous=None):
+        self.arrays = tuple(getattr(schedule, name) for name in COLUMNS)
+        views = []
+        for k, a in enumerate(self.arrays):
+            if previous is not None and previous.arrays[k] is a:
+                views.append(previous.views[k])  # a view taken before it became read-only
+            else:
+                views.append(a.view() if a.flags.writeable else a.copy())
+        self.views = tuple(views)
+        for a in self.arrays:
+            a.flags.writeable = False
+        self.key = None
+        self.layout = None
+
+    def holds(self, schedule) -> bool:
+        """Whether the schedule still has these arrays, unchanged (still read-only)."""
+        return all(getattr(schedule, name) is a and not a.flags.writeable
+                   for name, a in zip(COLUMNS, self.arrays, strict=True))
+
+
+_KEPT: dict[int, _Kept] = {}
+
+
+def _drop(key):
+    _KEPT.pop(key, None)
+
+
+def forget_layout(schedule) -> None:
+    """Drop the layout kept for ``schedule`` (:func:`schedule_layout`): its memory is
+    freed; the schedule's arrays stay read-only. The next call lays the arrays out
+    again."""
+    kept = _KEPT.get(id(schedule))
+    if kept is not None:
+        kept.key = kept.layout = None
+
+
+def schedule_layout(schedule, resolution: float = 1e-12,
+                    step_major: bool | None = None) -> ScheduleLayout:
+    """The kernel's arrays of ``schedule`` (see :func:`prepare_arguments`), laid out
+    once and kept with the schedule.
+
+    The first call makes the schedule's arrays read-only (write to a copy, or build a
+    new :class:`Schedule`) and keeps the layout (about 60 B per operation) as long as
+    the schedule lives or until :func:`forget_layout`; later calls with the same
+    ``resolution`` and ``step_major`` return it at once. A schedule whose arrays were
+    replaced, or made writable again, is laid out anew.
+    """
+    resolution = float(resolution)
+    if step_major is None:
+        step_major = schedule.num_ranks >= STEP_MAJOR_FROM_RANKS
+    key = (resolution, bool(step_major))
+    kept = _KEPT.get(id(schedule))
+    if kept is None or not kept.holds(schedule):
+        kept = _Kept(schedule, kept)
+        if id(schedule) not in _KEPT:
+            weakref.finalize(schedule, _drop, id(schedule))
+        _KEPT[id(schedule)] = kept
+    if kept.key != key:
+        kept.key, kept.layout = None, None  # the old layout's memory first
+        kept.layout = _lay_out(schedule.num_ranks, dict(zip(COLUMNS, kept.views,
+                                                            strict=True)),
+                               resolution, bool(step_major))
+        kept.key = key
+    return kept.layout
+
+
+def _lay_out(p, s, resolution, step_major) -> ScheduleLayout:
+    """The layout of the columns ``s`` (a dict by :data:`COLUMNS`) on ``p`` ranks."""
+    n = s["kind"].size
     if n >= 2**31:
         raise ValueError(f"the schedule has {n} operations; the simulation takes fewer "
                          f"than 2**31")
-    p = s.num_ranks
-    offsets = layout.rank_offsets(s.rank, p)
-    if step_major is None:
-        step_major = p >= STEP_MAJOR_FROM_RANKS
+    offsets = layout.rank_offsets(s["rank"], p)
     shift = layout.TILE_SHIFT if step_major else 0  # without renumbering: in order
     exact, n_cpus, n_nics, filed_offsets, widest_tile = layout.scan(
-        s.kind, s.rank, s.peer, s.tag, s.cpu, s.nic, p, shift)
+        s["kind"], s["rank"], s["peer"], s["tag"], s["cpu"], s["nic"], p, shift)
     if step_major:
-        kind, rank, peer, size = (np.empty_like(s.kind), np.empty_like(s.rank),
-                                  np.empty_like(s.peer), np.empty_like(s.size))
-        cpu, nic = np.empty_like(s.cpu), np.empty_like(s.nic)
+        kind, rank, peer, size, cpu, nic = (np.empty_like(s[name]) for name in (
+            "kind", "rank", "peer", "size", "cpu", "nic"))
         tag = np.empty(0 if exact else n, dtype=np.int64)
     else:
-        kind, rank, peer, size, cpu, nic = s.kind, s.rank, s.peer, s.size, s.cpu, s.nic
-        tag = np.zeros(0, dtype=np.int64) if exact else s.tag
+        kind, rank, peer, size, cpu, nic = (s[name] for name in (
+            "kind", "rank", "peer", "size", "cpu", "nic"))
+        tag = np.zeros(0, dtype=np.int64) if exact else s["tag"]
     placement, origin = np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32)
     calc = np.empty(n, dtype=np.int64)
     waits, channel = np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32)
     succ_offsets = np.zeros(n + 2, dtype=np.int64)
     isucc_offsets = np.zeros(n + 2, dtype=np.int64)
-    succ = np.empty(s.requires.size, dtype=np.int32)
-    isucc = np.empty(s.irequires.size, dtype=np.int32)
+    succ = np.empty(s["requires"].size, dtype=np.int32)
+    isucc = np.empty(s["irequires"].size, dtype=np.int32)
     filed = int(filed_offsets[-1]) if exact else 0
     filed_index, filed_receiver = np.empty(filed, np.int32), np.empty(filed, np.int32)
     filed_key = np.empty(filed, np.int64)
+    columns = [s[name] for name in COLUMNS]
     longest_calc = layout.lay_out(
-        offsets, step_major, step_major, exact, s.kind, s.rank, s.peer, s.size, s.tag,
-        s.duration, s.cpu, s.nic, s.requires_offsets, s.requires, s.irequires_offsets,
-        s.irequires, float(resolution), shift, filed_offsets, placement, origin,
-        kind, rank, peer, size, tag, cpu, nic, calc, waits, succ_offsets, isucc_offsets,
-        channel, filed_index, filed_receiver, filed_key)
+        offsets, step_major, step_major, exact, *columns, resolution, shift, filed_offsets,
+        placement, origin, kind, rank, peer, size, tag, cpu, nic, calc, waits, succ_offsets,
+        isucc_offsets, channel, filed_index, filed_receiver, filed_key)
     n_channels = layout.link(
-        offsets, exact, s.kind, s.peer, s.tag, s.requires_offsets, s.requires,
-        s.irequires_offsets, s.irequires, shift, filed_offsets, widest_tile,
-        placement, succ_offsets, succ, isucc_offsets, isucc, channel, filed_index,
-        filed_receiver, filed_key)
+        offsets, exact, s["kind"], s["peer"], s["tag"], *columns[8:], shift, filed_offsets,
+        widest_tile, placement, succ_offsets, succ, isucc_offsets, isucc, channel,
+        filed_index, filed_receiver, filed_key)
     del filed_index, filed_receiver, filed_key
-    ticks = [int(np.rint(getattr(params, name) / resolution))
-             for name in ("L", "o", "g", "G", "O")]
-    eager_limit = ALL_EAGER if params.S is None else int(params.S)
-    arguments = KernelArguments(
+    return ScheduleLayout(
         kind, rank, peer, size, tag, calc, cpu, nic, offsets, placement, origin,
         succ_offsets[:n + 1], succ, isucc_offsets[:n + 1], isucc, waits, channel,
-        int(n_channels), bool(exact), int(n_cpus), int(n_nics), *ticks, eager_limit)
-    return arguments, int(longest_calc)
+        int(n_channels), bool(exact), int(n_cpus), int(n_nics), int(longest_calc))

@@ -2,8 +2,9 @@
 
 :func:`simulate_schedule` is LogGOPSim's discrete-event simulation (Hoefler, Schneider
 & Lumsdaine, HPDC 2010) on a columnar :class:`Schedule`, in a serial numba kernel with
-a radix event queue (:mod:`jitterlab.sim.schedules.kernel`), its inputs prepared once
-per call, whatever the number of runs (:mod:`jitterlab.sim.schedules.arguments`).
+a radix event queue (:mod:`jitterlab.sim.schedules.kernel`), its inputs laid out once
+per schedule and kept with it for its runs and later calls
+(:mod:`jitterlab.sim.schedules.arguments`).
 Without noise, makespan and every rank's end equal LogGOPSim's to the nanosecond
 (tests/test_schedules.py).
 """
@@ -33,8 +34,8 @@ class DeadlockError(RuntimeError):
 
 
 class _Prepared:
-    """The schedule's arrays as the kernel takes them (computed once per call, shared by
-    its runs and its noiseless run)."""
+    """The schedule's arrays as the kernel takes them (laid out once per schedule, shared
+    by the runs, the noiseless run and later calls)."""
 
     def __init__(self, schedule: Schedule, params: LogGOPS, resolution: float):
         self.schedule = schedule
@@ -168,6 +169,15 @@ def simulate_schedule(schedule: Schedule, params, noise=None, start="random", rn
         Clock tick of the simulation: every time is a whole number of ticks, costs and
         trace times are rounded to it. The default 1 ps reproduces LogGOPSim's integer
         nanoseconds exactly when the inputs are whole nanoseconds. [s]
+
+    Notes
+    -----
+    The kernel's arrays depend on the schedule alone (and the resolution): the first
+    call lays them out and keeps them with the schedule (about 60 B per operation, as
+    long as the schedule lives; :func:`jitterlab.sim.schedules.arguments.forget_layout`
+    frees them), so ``runs=N`` and later calls on the same schedule, with other
+    ``params`` or noise, skip that set-up. The schedule's arrays become read-only then:
+    to change a schedule, build a new one (or change a copy of its arrays).
 
     Returns
     -------
