@@ -18,16 +18,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..sim.event_queue import (
-    CHUNK,
-    FILL,
-    bit_length,
-    fifo_room,
-    more_chunks,
-    new_chunks,
-    radix_spread,
-)
-from ..sim.event_queue import NEXT as CHUNK_NEXT
+from ..sim.event_queue import bit_length
 from ..sim.replay_kernels import (
     ARRIVE_X,
     ARRIVE_Y,
@@ -228,11 +219,30 @@ def pipeline_pieces(px, py, corners, blocks, iterations, work, send, recv, wire_
 #
 # An event is a time and a key = stamp << what bits | what, ``what`` = rank·8 + kind·4 +
 # slot (kind 0: the rank's current operation, 1: a message into face ``slot``), so it
-# needs no record of its own. No event is dated before the latest, so the queue is
-# :mod:`jitterlab.sim.event_queue`'s radix queue, its push written out in the loop (a
-# call passing arrays pays reference counting on every event).
+# needs no record of its own. No event is dated before the latest (``last``), so the
+# queue is a radix queue: the events at ``last`` wait in ``fifo``, sorted by key; a
+# later one in bucket b = bit length of (time ^ last), a list of rows of ``_ROW``
+# events (times in ``row_time``, keys in ``row_key``). When the fifo is empty, the
+# lowest non-empty bucket is copied out to ``moving`` and its events pushed again
+# after ``last`` moved to their least time.
+#
+# Speed: numba counts references (an atomic add and subtract) on every array variable
+# that is assigned again inside a loop, and on every array passed to an inlined
+# helper; in the event loop that was 3/4 of the time (perf: NRT_incref/NRT_decref at
+# 136 ns per event). So the loop (:func:`_advance`) never replaces an array and calls
+# no helper with arrays: when an array is full it returns, the caller
+# (:func:`run_on_arrival`) grows it and calls it again; the loop's scalars wait in
+# ``registers`` between calls. Every push, of an event or of a moved one, goes through
+# the one push code at the end of the loop.
 
 _MSG_BIT = 4
+_ROW = 128  # events per row of a bucket
+_EMPTY = np.iinfo(np.int64).max
+# ``registers``: the latest time, the fifo's head and tail, the next stamp, the events
+# handled, the first free row, the free rows, the moved events not yet pushed again
+_LAST, _HEAD, _TAIL, _STAMP, _EVENTS, _FREE, _N_FREE, _MOVED = range(8)
+# what _advance returns: all events handled, or the array to grow first
+_DONE, _MORE_FIFO, _MORE_ROWS = 0, 1, 2
 
 
 @numba.njit(cache=True, inline="always")
@@ -248,13 +258,196 @@ def _step_exists(step, i, j, px, py, dx, dy):
     return 0 <= j + dy < py
 
 
-@numba.njit(cache=True, inline="always")
-def _cpu(mode, state, rank, t, cpu, table, offsets, scale):
-    """End of ``cpu`` of CPU time started at t on the rank's trace [integer 1/scale s]."""
-    if mode == 1 and cpu > 0:
-        end = busy(state, rank, t / scale, cpu / scale, table, offsets)
-        return max(np.int64(np.round(end * scale)), t + cpu)
-    return t + cpu
+@numba.njit(cache=True)
+def _cpu(state, rank, t, cpu, table, offsets, scale):
+    """End of ``cpu`` > 0 of CPU time started at t on the rank's trace [integer 1/scale s]."""
+    end = busy(state, rank, t / scale, cpu / scale, table, offsets)
+    return max(np.int64(np.round(end * scale)), t + cpu)
+
+
+@numba.njit(cache=True)
+def _advance(registers, px, py, n_passes, work, send, recv, wire_x, wire_y, mode, table,
+             offsets, scale, what_bits, cpu_free, pass_of, step_of, waiting, unmatched,
+             pass_end, pass_dx, pass_dy, column, row, state, fifo, moving, bucket_first,
+             bucket_last, bucket_least, bucket_size, row_next, row_fill,
+             row_time, row_key):
+    """Handle events until the queue is empty (returns ``_DONE``) or an array is too
+    small for the next step (returns ``_MORE_FIFO`` for ``fifo`` and ``moving``,
+    ``_MORE_ROWS`` for the rows); nothing is half done when it returns."""
+    what_mask = (1 << what_bits) - 1
+    last, f_head, f_tail = registers[_LAST], registers[_HEAD], registers[_TAIL]
+    stamp, events = registers[_STAMP], registers[_EVENTS]
+    free_row, n_free, n_moving = registers[_FREE], registers[_N_FREE], registers[_MOVED]
+    moved = registers[_MOVED + 1]  # moving[moved:n_moving] wait to be pushed again
+    status = _DONE
+    while True:
+        if moved == n_moving and f_tail + 2 > fifo.size:  # room for two pushes at last
+            if f_head == 0:
+                status = _MORE_FIFO
+                break
+            for q in range(f_tail - f_head):
+                fifo[q] = fifo[f_head + q]
+            f_tail -= f_head
+            f_head = 0
+        if n_free < 66:  # two pushes, or the 64 buckets a moved bucket may start
+            status = _MORE_ROWS
+            break
+        time_a = key_a = time_b = key_b = -1  # the pushes of this step (time -1: none)
+        if moved < n_moving:  # re-push the next moved event
+            time_a, key_a = moving[2 * moved], moving[2 * moved + 1]
+            moved += 1
+        elif f_head == f_tail:  # take the lowest non-empty bucket
+            b = 1
+            while b < 65 and bucket_first[b] < 0:
+                b += 1
+            if b == 65:
+                break
+            if 2 * bucket_size[b] > moving.size or bucket_size[b] + 2 > fifo.size:
+                status = _MORE_FIFO
+                break
+            last = bucket_least[b]
+            f_head = f_tail = 0
+            n_moving = moved = 0
+            r = bucket_first[b]
+            while r >= 0:
+                for k in range(row_fill[r]):
+                    moving[2 * n_moving] = row_time[r, k]
+                    moving[2 * n_moving + 1] = row_key[r, k]
+                    n_moving += 1
+                following = row_next[r]
+                row_next[r] = free_row
+                free_row = r
+                n_free += 1
+                r = following
+            bucket_first[b] = bucket_last[b] = -1
+            bucket_least[b] = _EMPTY
+            bucket_size[b] = 0
+            continue
+        else:  # handle the next event at last
+            t = last
+            key = fifo[f_head]
+            f_head += 1
+            events += 1
+            what = key & what_mask
+            rank = what >> 3
+            g = pass_of[rank]
+            dx, dy = pass_dx[g], pass_dy[g]
+            ready = False  # the rank's current operation completed
+            if what & _MSG_BIT:
+                if cpu_free[rank] > t:  # the CPU is busy: the event waits, keeping its stamp
+                    time_a, key_a = cpu_free[rank], key
+                else:
+                    slot = what & 3
+                    if mode == 1 and recv > 0:
+                        cpu_free[rank] = _cpu(state, rank, t, recv, table, offsets, scale)
+                    else:
+                        cpu_free[rank] = t + recv
+                    if waiting[rank] == slot:
+                        waiting[rank] = -1
+                        ready = True
+                    else:
+                        unmatched[4 * rank + slot] += 1
+            else:
+                step = step_of[rank]
+                if step <= 1:  # a receive, from the x upstream then the y upstream
+                    wanted = (0 if dx > 0 else 1) if step == 0 else (2 if dy > 0 else 3)
+                    if unmatched[4 * rank + wanted] > 0:
+                        unmatched[4 * rank + wanted] -= 1
+                        ready = True
+                    else:
+                        waiting[rank] = wanted
+                elif cpu_free[rank] > t:
+                    time_a, key_a = cpu_free[rank], key
+                else:
+                    cpu = work if step == 2 else send
+                    if mode == 1 and cpu > 0:
+                        cpu_free[rank] = _cpu(state, rank, t, cpu, table, offsets, scale)
+                    else:
+                        cpu_free[rank] = t + cpu
+                    if step >= 3:  # a send: the message's arrival
+                        if step == 3:
+                            target, target_slot, wire = rank + dx, (0 if dx > 0 else 1), wire_x
+                        else:
+                            target, target_slot, wire = (rank + dy * px, (2 if dy > 0 else 3),
+                                                         wire_y)
+                        time_a = cpu_free[rank] + wire
+                        key_a = (stamp << what_bits) | (target << 3) | _MSG_BIT | target_slot
+                        stamp += 1
+                    ready = True
+            if ready:
+                i, j = column[rank], row[rank]
+                step = step_of[rank] + 1
+                while True:  # the rank's next operation in program order
+                    if step == 5:
+                        if cpu_free[rank] > pass_end[g]:
+                            pass_end[g] = cpu_free[rank]
+                        g += 1
+                        step = 0
+                        if g == n_passes:
+                            break
+                        dx, dy = pass_dx[g], pass_dy[g]
+                    if _step_exists(step, i, j, px, py, dx, dy):
+                        break
+                    step += 1
+                pass_of[rank], step_of[rank] = g, step
+                if g < n_passes:
+                    time_b, key_b = cpu_free[rank], (stamp << what_bits) | (rank << 3)
+                    stamp += 1
+        for q in range(2):  # the pushes
+            when, key = (time_a, key_a) if q == 0 else (time_b, key_b)
+            if when < 0:
+                continue
+            if when == last:  # into the fifo at its place (a retry's stamp is old)
+                place = f_tail
+                while place > f_head and fifo[place - 1] > key:
+                    fifo[place] = fifo[place - 1]
+                    place -= 1
+                fifo[place] = key
+                f_tail += 1
+                continue
+            b = bit_length(when ^ last)
+            r = bucket_last[b]
+            if r < 0 or row_fill[r] == _ROW:  # a new row at the bucket's end
+                new = free_row
+                free_row = row_next[new]
+                n_free -= 1
+                row_next[new] = -1
+                row_fill[new] = 0
+                if r < 0:
+                    bucket_first[b] = new
+                else:
+                    row_next[r] = new
+                bucket_last[b] = r = new
+            k = row_fill[r]
+            row_time[r, k] = when
+            row_key[r, k] = key
+            row_fill[r] = k + 1
+            bucket_size[b] += 1
+            if when < bucket_least[b]:
+                bucket_least[b] = when
+    registers[_LAST], registers[_HEAD], registers[_TAIL] = last, f_head, f_tail
+    registers[_STAMP], registers[_EVENTS] = stamp, events
+    registers[_FREE], registers[_N_FREE], registers[_MOVED] = free_row, n_free, n_moving
+    registers[_MOVED + 1] = moved
+    return status
+
+
+@numba.njit(cache=True)
+def _more_rows(row_next, row_fill, row_time, row_key, free_row):
+    """The rows doubled, the new ones in front of the free list ``free_row``."""
+    rows = row_next.size
+    bigger_next = np.empty(2 * rows, dtype=np.int64)
+    bigger_next[:rows] = row_next
+    for r in range(rows, 2 * rows - 1):
+        bigger_next[r] = r + 1
+    bigger_next[2 * rows - 1] = free_row
+    bigger_fill = np.zeros(2 * rows, dtype=np.int64)
+    bigger_fill[:rows] = row_fill
+    bigger_time = np.empty((2 * rows, _ROW), dtype=np.int64)
+    bigger_time[:rows] = row_time
+    bigger_key = np.empty((2 * rows, _ROW), dtype=np.int64)
+    bigger_key[:rows] = row_key
+    return bigger_next, bigger_fill, bigger_time, bigger_key
 
 
 @numba.njit(cache=True)
@@ -274,7 +467,6 @@ def run_on_arrival(px, py, corners, blocks, iterations, work, send, recv, wire_x
     what_bits = 3
     while (1 << what_bits) < 8 * n_ranks:
         what_bits += 1
-    what_mask = (1 << what_bits) - 1
     if what_bits + np.log2(7.0 * n_ranks * (n_passes + 1)) > 62:  # stamps: below 7 a pass
         raise ValueError("the wavefront has too many ranks × passes for the event queue")
     cpu_free = np.zeros(n_ranks, dtype=np.int64)
@@ -295,140 +487,50 @@ def run_on_arrival(px, py, corners, blocks, iterations, work, send, recv, wire_x
     state = np.zeros((n_ranks if mode == 1 else 0, 8))
     if mode == 1:
         state[:, NEXT] = -np.inf
-    bucket_head, bucket_tail, bucket_min, chunks, free_chunk = new_chunks()
-    fifo = np.empty(max(n_ranks, 16), dtype=np.int64)  # the events at ``last``
-    last = 0
-    f_head = 0
-    f_tail = 0
+    fifo = np.empty(max(n_ranks, 16) + 2, dtype=np.int64)  # the events at the latest time
+    moving = np.empty(2 * fifo.size, dtype=np.int64)       # a bucket's (time, key) pairs
+    bucket_first = np.full(65, -1, dtype=np.int64)
+    bucket_last = np.full(65, -1, dtype=np.int64)
+    bucket_least = np.full(65, _EMPTY, dtype=np.int64)
+    bucket_size = np.zeros(65, dtype=np.int64)
+    rows = max(128, 4 * n_ranks // _ROW)
+    row_next = np.arange(1, rows + 1, dtype=np.int64)
+    row_next[rows - 1] = -1
+    row_fill = np.zeros(rows, dtype=np.int64)
+    row_time = np.empty((rows, _ROW), dtype=np.int64)
+    row_key = np.empty((rows, _ROW), dtype=np.int64)
+    registers = np.zeros(_MOVED + 2, dtype=np.int64)
+    registers[_FREE], registers[_N_FREE] = 0, rows
     stamp = 0
-    events = 0
     for rank in range(n_ranks):  # every rank's first operation at time 0
         i, j = rank % px, rank // px
         step = 0
         while not _step_exists(step, i, j, px, py, corners[0, 0], corners[0, 1]):
             step += 1
         step_of[rank] = step
-        fifo[f_tail] = (stamp << what_bits) | (rank << 3)
-        f_tail += 1
+        fifo[rank] = (stamp << what_bits) | (rank << 3)
         stamp += 1
+    registers[_TAIL], registers[_STAMP] = n_ranks, stamp
     while True:
-        if f_head == f_tail:
-            least, f_tail, fifo, chunks, free_chunk = radix_spread(
-                bucket_head, bucket_tail, bucket_min, chunks, free_chunk, fifo)
-            if least < 0:
-                break
-            last = least
-            f_head = 0
-        t = last
-        key = fifo[f_head]
-        f_head += 1
-        events += 1
-        what = key & what_mask
-        rank = what >> 3
-        g = pass_of[rank]
-        dx, dy = pass_dx[g], pass_dy[g]
-        ready = False  # the rank's current operation completed
-        push_a = push_b = False  # pushes: (time_a, key_a), then (time_b, key_b)
-        time_a = key_a = time_b = key_b = 0
-        if what & _MSG_BIT:
-            if cpu_free[rank] > t:  # the CPU is busy: the event waits, keeping its stamp
-                time_a, key_a, push_a = cpu_free[rank], key, True
-            else:
-                slot = what & 3
-                cpu_free[rank] = (t + recv if mode != 1 else
-                                  _cpu(mode, state, rank, t, recv, table, offsets, scale))
-                if waiting[rank] == slot:
-                    waiting[rank] = -1
-                    ready = True
-                else:
-                    unmatched[4 * rank + slot] += 1
+        status = _advance(registers, px, py, n_passes, work, send, recv, wire_x, wire_y,
+                          mode, table, offsets, scale, what_bits, cpu_free, pass_of, step_of,
+                          waiting, unmatched, pass_end, pass_dx, pass_dy, column, row, state,
+                          fifo, moving, bucket_first, bucket_last, bucket_least, bucket_size,
+                          row_next, row_fill, row_time, row_key)
+        if status == _DONE:
+            break
+        if status == _MORE_FIFO:
+            bigger = np.empty(2 * fifo.size, dtype=np.int64)
+            bigger[:fifo.size] = fifo
+            fifo = bigger
+            bigger = np.empty(2 * fifo.size, dtype=np.int64)
+            bigger[:moving.size] = moving
+            moving = bigger
         else:
-            step = step_of[rank]
-            if step <= 1:  # a receive, from the x upstream then the y upstream
-                wanted = (0 if dx > 0 else 1) if step == 0 else (2 if dy > 0 else 3)
-                if unmatched[4 * rank + wanted] > 0:
-                    unmatched[4 * rank + wanted] -= 1
-                    ready = True
-                else:
-                    waiting[rank] = wanted
-            elif cpu_free[rank] > t:
-                time_a, key_a, push_a = cpu_free[rank], key, True
-            elif step == 2:
-                cpu_free[rank] = (t + work if mode != 1 else
-                                  _cpu(mode, state, rank, t, work, table, offsets, scale))
-                ready = True
-            else:
-                cpu_free[rank] = (t + send if mode != 1 else
-                                  _cpu(mode, state, rank, t, send, table, offsets, scale))
-                if step == 3:
-                    target, target_slot, wire = rank + dx, (0 if dx > 0 else 1), wire_x
-                else:
-                    target, target_slot, wire = rank + dy * px, (2 if dy > 0 else 3), wire_y
-                time_a = cpu_free[rank] + wire
-                key_a = (stamp << what_bits) | (target << 3) | _MSG_BIT | target_slot
-                push_a = True
-                stamp += 1
-                ready = True
-        if ready:
-            i, j = column[rank], row[rank]
-            step = step_of[rank] + 1
-            while True:  # the rank's next operation in program order
-                if step == 5:
-                    if cpu_free[rank] > pass_end[g]:
-                        pass_end[g] = cpu_free[rank]
-                    g += 1
-                    step = 0
-                    if g == n_passes:
-                        break
-                    dx, dy = pass_dx[g], pass_dy[g]
-                if _step_exists(step, i, j, px, py, dx, dy):
-                    break
-                step += 1
-            pass_of[rank], step_of[rank] = g, step
-            if g < n_passes:
-                time_b, key_b = cpu_free[rank], (stamp << what_bits) | (rank << 3)
-                push_b = True
-                stamp += 1
-        for q in range(2):
-            if q == 0:
-                if not push_a:
-                    continue
-                when, key = time_a, key_a
-            else:
-                if not push_b:
-                    continue
-                when, key = time_b, key_b
-            if when == last:  # into the fifo at its place (a retry's stamp is old)
-                if f_tail == fifo.size:
-                    fifo, f_head, f_tail = fifo_room(fifo, f_head, f_tail)
-                place = f_tail
-                while place > f_head and fifo[place - 1] > key:
-                    fifo[place] = fifo[place - 1]
-                    place -= 1
-                fifo[place] = key
-                f_tail += 1
-            else:  # event_queue.radix_push, written out
-                nb = bit_length(when ^ last)
-                tail = bucket_tail[nb]
-                if tail < 0 or chunks[tail, FILL] == CHUNK:
-                    if free_chunk < 0:
-                        chunks, free_chunk = more_chunks(chunks)
-                    node = free_chunk
-                    free_chunk = chunks[node, CHUNK_NEXT]
-                    chunks[node, CHUNK_NEXT] = -1
-                    chunks[node, FILL] = 0
-                    if tail < 0:
-                        bucket_head[nb] = node
-                    else:
-                        chunks[tail, CHUNK_NEXT] = node
-                    bucket_tail[nb] = node
-                    tail = node
-                place = chunks[tail, FILL]
-                chunks[tail, place] = when
-                chunks[tail, CHUNK + place] = key
-                chunks[tail, FILL] = place + 1
-                if when < bucket_min[nb]:
-                    bucket_min[nb] = when
+            row_next, row_fill, row_time, row_key = _more_rows(
+                row_next, row_fill, row_time, row_key, registers[_FREE])
+            registers[_FREE] = row_next.size // 2
+            registers[_N_FREE] += row_next.size // 2
     for rank in range(n_ranks):
         finish[rank] = cpu_free[rank]
     for it in range(iterations):
@@ -436,4 +538,4 @@ def run_on_arrival(px, py, corners, blocks, iterations, work, send, recv, wire_x
         for g in range(it * per_iteration, (it + 1) * per_iteration):
             end = max(end, pass_end[g])
         iteration_end[it] = end
-    return events
+    return registers[_EVENTS]
