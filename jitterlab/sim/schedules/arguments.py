@@ -373,9 +373,12 @@ def _lay_out(p, s, resolution, step_major) -> ScheduleLayout:
     shift = layout.TILE_SHIFT if step_major else 0  # without renumbering: in order
     exact, n_cpus, n_nics, filed_offsets, widest_tile = layout.scan(
         s["kind"], s["rank"], s["peer"], s["tag"], s["cpu"], s["nic"], p, shift)
+    units = n_cpus > 1 or n_nics > 1  # else every cpu and nic is 0: not copied
     if step_major:
-        kind, rank, peer, size, cpu, nic = (np.empty_like(s[name]) for name in (
-            "kind", "rank", "peer", "size", "cpu", "nic"))
+        kind, rank, peer, size = (np.empty_like(s[name]) for name in (
+            "kind", "rank", "peer", "size"))
+        cpu, nic = (np.empty_like(s["cpu"]), np.empty_like(s["nic"])) if units else (
+            (np.zeros(n, dtype=np.uint8),) * 2)  # one array, its pages never written
         tag = np.empty(0 if exact else n, dtype=np.int64)
     else:
         kind, rank, peer, size, cpu, nic = (s[name] for name in (
@@ -393,7 +396,7 @@ def _lay_out(p, s, resolution, step_major) -> ScheduleLayout:
     filed_key = np.empty(filed, np.int64)
     columns = [s[name] for name in COLUMNS]
     longest_calc = layout.lay_out(
-        offsets, step_major, step_major, exact, *columns, resolution, shift, filed_offsets,
+        offsets, step_major, step_major, units, exact, *columns, resolution, shift, filed_offsets,
         placement, origin, kind, rank, peer, size, tag, cpu, nic, calc, waits, succ_offsets,
         isucc_offsets, channel, filed_index, filed_receiver, filed_key)
     n_channels = layout.link(
