@@ -103,22 +103,18 @@ class StepTimer:
         self.prepare = simulate_module.prepare_arguments
         self.simulate = kernel.simulate_arrays
 
+    def timed(self, function, field):
+        def wrapper(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                setattr(self, field, getattr(self, field) + time.perf_counter() - start)
+        return wrapper
+
     def __enter__(self):
-        def prepare(*args, **kwargs):
-            start = time.perf_counter()
-            try:
-                return self.prepare(*args, **kwargs)
-            finally:
-                self.setup += time.perf_counter() - start
-
-        def simulate(*args, **kwargs):
-            start = time.perf_counter()
-            try:
-                return self.simulate(*args, **kwargs)
-            finally:
-                self.loop += time.perf_counter() - start
-
-        simulate_module.prepare_arguments, kernel.simulate_arrays = prepare, simulate
+        simulate_module.prepare_arguments = self.timed(self.prepare, "setup")
+        kernel.simulate_arrays = self.timed(self.simulate, "loop")
         return self
 
     def __exit__(self, *exc):

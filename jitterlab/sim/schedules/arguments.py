@@ -26,7 +26,7 @@ runs of a call and later calls on the same schedule (other costs, other noise) r
 from __future__ import annotations
 
 import weakref
-from typing import NamedTuple
+from collections import namedtuple
 
 import numba
 import numpy as np
@@ -36,7 +36,7 @@ from . import layout
 
 __all__ = ["schedule_arguments", "prepare_arguments", "schedule_layout", "forget_layout",
            "KernelArguments", "ScheduleLayout", "step_major_order", "successors", "channels",
-           "ALL_EAGER", "STEP_MAJOR_FROM_RANKS"]
+           "LAYOUT_FIELDS", "COLUMNS", "ALL_EAGER", "STEP_MAJOR_FROM_RANKS"]
 
 #: the eager limit [B] that makes every message eager (LogGOPS with S=None)
 ALL_EAGER = 2**62
@@ -44,40 +44,17 @@ ALL_EAGER = 2**62
 STEP_MAJOR_FROM_RANKS = 8192
 
 
-class KernelArguments(NamedTuple):
-    """The arguments of :func:`kernel.simulate_with_times` from ``kind`` to
-    ``eager_limit`` (pass them with ``*``); arrays by step-major index, times in ticks;
-    ``placement``, ``origin``, ``succ``, ``isucc``, ``waits`` and ``channel`` int32
-    (fewer than 2**31 operations); ``tag`` empty when ``exact`` (the channels replace
-    it)."""
+#: the kernel's arguments that depend on the schedule alone (:class:`ScheduleLayout`)
+LAYOUT_FIELDS = ("kind", "rank", "peer", "size", "tag", "calc", "cpu", "nic", "rank_offsets",
+                 "placement", "origin", "succ_offsets", "succ", "isucc_offsets", "isucc",
+                 "waits", "channel", "n_channels", "exact", "n_cpus", "n_nics")
 
-    kind: np.ndarray
-    rank: np.ndarray
-    peer: np.ndarray
-    size: np.ndarray
-    tag: np.ndarray
-    calc: np.ndarray
-    cpu: np.ndarray
-    nic: np.ndarray
-    rank_offsets: np.ndarray
-    placement: np.ndarray
-    origin: np.ndarray
-    succ_offsets: np.ndarray
-    succ: np.ndarray
-    isucc_offsets: np.ndarray
-    isucc: np.ndarray
-    waits: np.ndarray
-    channel: np.ndarray
-    n_channels: int
-    exact: bool
-    n_cpus: int
-    n_nics: int
-    latency: int
-    overhead: int
-    gap: int
-    gap_per_byte: int
-    overhead_per_byte: int
-    eager_limit: int
+KernelArguments = namedtuple("KernelArguments", LAYOUT_FIELDS + (
+    "latency", "overhead", "gap", "gap_per_byte", "overhead_per_byte", "eager_limit"))
+KernelArguments.__doc__ = """The arguments of :func:`kernel.simulate_with_times` from ``kind`` to
+``eager_limit`` (pass them with ``*``); arrays by step-major index, times in ticks;
+``placement``, ``origin``, ``succ``, ``isucc``, ``waits`` and ``channel`` int32 (fewer
+than 2**31 operations); ``tag`` empty when ``exact`` (the channels replace it)."""
 
 
 @numba.njit(cache=True)
@@ -259,32 +236,9 @@ def prepare_arguments(schedule, params, resolution: float = 1e-12,
     return KernelArguments(*laid[:-1], *ticks, eager_limit), laid.longest_calc
 
 
-class ScheduleLayout(NamedTuple):
-    """The part of :class:`KernelArguments` that depends on the schedule alone (from
-    ``kind`` to ``n_nics``), and the longest calc [ticks]."""
-
-    kind: np.ndarray
-    rank: np.ndarray
-    peer: np.ndarray
-    size: np.ndarray
-    tag: np.ndarray
-    calc: np.ndarray
-    cpu: np.ndarray
-    nic: np.ndarray
-    rank_offsets: np.ndarray
-    placement: np.ndarray
-    origin: np.ndarray
-    succ_offsets: np.ndarray
-    succ: np.ndarray
-    isucc_offsets: np.ndarray
-    isucc: np.ndarray
-    waits: np.ndarray
-    channel: np.ndarray
-    n_channels: int
-    exact: bool
-    n_cpus: int
-    n_nics: int
-    longest_calc: int
+ScheduleLayout = namedtuple("ScheduleLayout", LAYOUT_FIELDS + ("longest_calc",))
+ScheduleLayout.__doc__ = """The part of :class:`KernelArguments` that depends on the
+schedule alone (:data:`LAYOUT_FIELDS`), and the longest calc [ticks]."""
 
 
 #: the schedule's arrays, in the order :func:`layout.lay_out` takes them
