@@ -238,7 +238,9 @@ def old_tree_barrier():
                          [(1, 2, None, 50, "random", 0), (7, 2, None, 3, "random", 1),
                           (3000, 2, None, 2000, "random", 2), (2500, 3, 4, 500, "random", 3),
                           (1500, 5, 16, 10_000, "random", 4), (1200, 2, None, 700, "same", 5),
-                          (1000, 4, None, 300, "later", 6)])
+                          (1000, 4, None, 300, "later", 6),
+                          # cut into subtrees (of at most tree_kernels._PIECE tasks)
+                          (20000, 2, None, 5000, "random", 7), (30000, 3, 8, 900, "same", 8)])
 def test_run_tree_barrier_matches_the_kernel_before_issue_13(old_tree_barrier, threads, n,
                                                              fanout, cores_per_node, rows,
                                                              start, seed):

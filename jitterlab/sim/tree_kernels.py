@@ -9,6 +9,10 @@ import math
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from .trace_walk import (
     CACHED_TABLE,
@@ -36,62 +40,20 @@ def hop_latency(child, parent, latency, intra_latency, node_size):
     return latency
 
 
-_CHUNK = 1024  # slots per parallel chunk of the start-row search and the trace order
-_BUCKET = 8  # tasks per bucket of the trace-order sort (they share a few cache lines)
-
-
-@numba.njit(cache=True, parallel=True)
-def _trace_order(offsets, level_bounds, period, n_rows):
-    """Tasks of each level in (nearly) the order of their start in the trace.
-
-    A counting sort into about ``size / _BUCKET`` buckets of the trace per level;
-    order inside a bucket is by task. The buckets are found in parallel, the counting
-    is serial. Returns slot -> task.
-    """
-    n_tasks = offsets.size
-    task_of = np.empty(n_tasks, dtype=np.int32)
-    keys = np.empty(n_tasks, dtype=np.int32)
-    n_levels = level_bounds.size - 1
-    buckets = np.empty(n_levels, dtype=np.int64)
-    for level in range(n_levels):
-        size = level_bounds[level + 1] - level_bounds[level]
-        buckets[level] = max(1, min(size, n_rows) // _BUCKET)
-    for chunk in numba.prange((n_tasks + _CHUNK - 1) // _CHUNK):
-        level = 0
-        for task in range(chunk * _CHUNK, min(n_tasks, (chunk + 1) * _CHUNK)):
-            while task >= level_bounds[level + 1]:
-                level += 1
-            n_buckets = buckets[level]
-            x = offsets[task]
-            key = int((x - math.floor(x / period) * period) * (n_buckets / period))
-            keys[task] = min(max(key, 0), n_buckets - 1)
-    for level in range(n_levels):
-        lo, hi = level_bounds[level], level_bounds[level + 1]
-        n_buckets = buckets[level]
-        counts = np.zeros(n_buckets + 1, dtype=np.int64)
-        for task in range(lo, hi):
-            counts[keys[task] + 1] += 1
-        for k in range(n_buckets):
-            counts[k + 1] += counts[k]
-        for task in range(lo, hi):
-            key = keys[task]
-            task_of[lo + counts[key]] = task
-            counts[key] += 1
-    return task_of
-
-
+_CHUNK = 1024  # tasks per parallel chunk of the start-row search
 _SPANS_PER_ROW = 8  # most spans of the trace per row in the start-row search
-_BLOCK = 256  # slots whose operations the tree kernel interleaves
+_BLOCK = 256  # tasks whose operations the tree kernel interleaves
+_PIECE = 8192  # most tasks of a subtree that the tree kernel walks as one piece
+_WORKERS = 64  # most threads that share the subtrees of a phase
 
 
 @numba.njit(cache=True, parallel=True)
 def _start_rows(address, n_rows, origin, hint):
-    """Row of every slot's start time.
+    """Row of every task's start time (``origin``) into ``hint``.
 
     The trace is cut into ``n_rows`` equal spans of time; one walk down the rows finds
-    the row at which each span begins, and a slot's search gallops from its span's row,
-    a step or two away on average (the search from the slot before, a bucket of the
-    trace order away, cost more than the rest of the setup; issue #20).
+    the row at which each span begins, and a task's search gallops from its span's row,
+    a step or two away on average (issue #20).
     """
     period = row_value(address, n_rows, START)
     n_chunks = (origin.size + _CHUNK - 1) // _CHUNK
@@ -101,7 +63,7 @@ def _start_rows(address, n_rows, origin, hint):
             _search_starts(address, n_rows, origin, hint, c * _CHUNK,
                            min(origin.size, (c + 1) * _CHUNK), period, no_spans, 0.0)
         return
-    # up to _SPANS_PER_ROW spans per row, at most one per slot: the answer is then mostly
+    # up to _SPANS_PER_ROW spans per row, at most one per task: the answer is then mostly
     # the span's first row itself, a branch the CPU predicts
     n_spans = min(_SPANS_PER_ROW * n_rows, max(n_rows, origin.size))
     per_time = n_spans / period  # spans per unit of trace time
@@ -120,18 +82,198 @@ def _start_rows(address, n_rows, origin, hint):
 
 @numba.njit(cache=True, nogil=True)
 def _search_starts(address, n_rows, origin, hint, lo, hi, period, first_row, per_time):
-    """:func:`_start_rows` for slots ``lo`` to ``hi``: each search gallops from its span's
+    """:func:`_start_rows` for tasks ``lo`` to ``hi``: each search gallops from its span's
     first row (``first_row``, ``per_time`` spans per unit of trace time), or from row 0
     when ``first_row`` is empty. One function for both cases, so that the search is compiled
     once (issue #20)."""
     n_spans = first_row.size
-    for slot in range(lo, hi):
-        x = origin[slot]
+    for task in range(lo, hi):
+        x = origin[task]
         x -= math.floor(x / period) * period
         start = 0
         if n_spans > 0:
             start = first_row[min(max(int(x * per_time), 0), n_spans - 1)]
-        hint[slot] = search_rows(address, START, x, start, n_rows - 1, False)
+        hint[task] = search_rows(address, START, x, start, n_rows - 1, False)
+
+
+@intrinsic
+def take_next(typingctx, counter):
+    """``counter[0] += 1`` as one atomic operation; returns the value before: the next piece
+    of a work queue that several threads share."""
+    signature = types.int64(counter)
+
+    def codegen(context, builder, sig, args):
+        array = context.make_array(sig.args[0])(context, builder, args[0])
+        pointer = cgutils.get_item_pointer(context, builder, sig.args[0], array,
+                                           [context.get_constant(types.intp, 0)])
+        return builder.atomic_rmw("add", pointer, ir.Constant(ir.IntType(64), 1), "seq_cst")
+
+    return signature, codegen
+
+
+@numba.njit(cache=True, nogil=True)
+def _down_level(address, n_rows, table, lo, hi, state, costs, shape, phase, phases,
+                compute_out, end_out, ops_out):
+    """Tasks ``lo`` to ``hi`` of one level: the broadcast of phase ``phase - 1`` (if any: the
+    receive from the parent, the sends to the children, the phase's end), then the compute of
+    phase ``phase`` (if any), and on the tree's last level (tasks without children) their
+    whole reduce, the send to the parent. Returns the largest end [trace unit] (-inf in the
+    first phase)."""
+    origin, end, now, message, hint, span = state
+    work, send, recv, latency, intra_latency, work_tie, send_tie, recv_tie, period = costs
+    fanout, node_size, n_tasks = shape[0], shape[1], origin.size
+    keep, keep_ops = compute_out.shape[0] > 0, ops_out.shape[0] > 0
+    receive, leaves = phase > 0, fanout * lo + 1 >= n_tasks
+    far = table.nbytes > CACHED_TABLE  # prefetch only what the caches do not hold
+    largest = -np.inf
+    for first in range(lo, hi, _BLOCK):
+        last = min(hi, first + _BLOCK)
+        # one operation of every task of the block before the next, so that the CPU
+        # overlaps the tasks' chains of dependent arithmetic: the receive, ...
+        if receive:
+            for task in range(first, last):
+                if task > 0:
+                    ahead = task + PREFETCH_AHEAD
+                    if far and ahead < hi:
+                        prefetch_row(table, hint[ahead])
+                    start = origin[task]
+                    hop = latency
+                    if node_size > 0:
+                        hop = hop_latency(task, (task - 1) // fanout, latency, intra_latency,
+                                          node_size)
+                    arrival = message[task] + hop
+                    begin = now[task] if now[task] > arrival else arrival
+                    finish, hint[task] = advance_short(address, n_rows, start + begin, recv,
+                                                       hint[task], period, recv_tie)
+                    now[task] = finish - start
+                    if keep_ops:
+                        ops_out[phase - 1, task, 2 + fanout] = now[task]
+            if not leaves:  # ... each send to a child, in index order, ...
+                for q in range(fanout):
+                    for task in range(first, last):
+                        child = fanout * task + 1 + q
+                        if child < n_tasks:
+                            start = origin[task]
+                            finish, hint[task] = advance_short(address, n_rows,
+                                                               start + now[task], send,
+                                                               hint[task], period, send_tie)
+                            now[task] = finish - start
+                            message[child] = now[task]  # when the parent's send ends
+                            if keep_ops:
+                                ops_out[phase - 1, task, 3 + fanout + q] = now[task]
+            for task in range(first, last):  # ... the phase's end, ...
+                end[task] = now[task]
+                largest = max(largest, now[task])
+                if keep:
+                    end_out[phase - 1, task] = now[task]
+        if phase < phases:  # ... the next compute ...
+            for task in range(first, last):
+                ahead = task + PREFETCH_AHEAD
+                if far and ahead < hi:
+                    prefetch_row(table, hint[ahead])
+                    prefetch_row(table, min(hint[ahead] + span[ahead], n_rows))
+                start = origin[task]
+                finish, h, ok = advance_across_gaps(address, n_rows, start + end[task], work,
+                                                     hint[task], period, work_tie)
+                if ok:
+                    span[task] = h - hint[task]
+                    hint[task] = h
+                else:
+                    finish, row, h = advance_called(address, n_rows, start + end[task], work,
+                                                    hint[task], hint[task] + span[task])
+                    span[task] = max(h - row, 0)
+                    hint[task] = h
+                now[task] = finish - start
+                if keep:
+                    compute_out[phase, task] = now[task] - end[task]
+                if keep_ops:
+                    ops_out[phase, task, 0] = now[task]
+            if leaves:  # ... and a leaf's send to its parent
+                _send_up(address, n_rows, first, last, state, costs, shape, phase, ops_out)
+    return largest
+
+
+@numba.njit(cache=True, nogil=True)
+def _send_up(address, n_rows, first, last, state, costs, shape, phase, ops_out):
+    """The reduce's send to the parent of tasks ``first`` to ``last`` (but the root)."""
+    origin, _, now, message, hint, _ = state
+    _, send, _, latency, intra_latency, _, send_tie, _, period = costs
+    fanout, node_size = shape
+    for task in range(max(first, 1), last):
+        start = origin[task]
+        finish, hint[task] = advance_short(address, n_rows, start + now[task], send, hint[task],
+                                           period, send_tie)
+        now[task] = finish - start
+        hop = latency  # one wire latency unless the nodes count
+        if node_size > 0:
+            hop = hop_latency(task, (task - 1) // fanout, latency, intra_latency, node_size)
+        message[task] = now[task] + hop  # when the message arrives at the parent
+        if ops_out.shape[0] > 0:
+            ops_out[phase, task, 1 + fanout] = now[task]
+
+
+@numba.njit(cache=True, nogil=True)
+def _up_level(address, n_rows, lo, hi, state, costs, shape, phase, arrived, sender, ops_out):
+    """Tasks ``lo`` to ``hi`` of one level: the reduce of phase ``phase``, each task's
+    receives from its children in order of arrival (ties: the lower index first), then its
+    send to the parent. ``arrived`` and ``sender`` hold ``_BLOCK * fanout`` values."""
+    origin, _, now, message, hint, _ = state
+    recv, recv_tie, period = costs[2], costs[7], costs[8]
+    fanout, n_tasks = shape[0], origin.size
+    for first in range(lo, hi, _BLOCK):
+        last = min(hi, first + _BLOCK)
+        most_children = min(fanout, max(n_tasks - fanout * first - 1, 0))
+        # the children's messages in order of arrival, without branches: a message's place
+        # is the number of messages that come before it ...
+        for task in range(first, last):
+            base, own = fanout * task + 1, (task - first) * fanout
+            count = min(fanout, max(n_tasks - base, 0))
+            for q in range(count):
+                arrival = message[base + q]
+                place = 0
+                for p in range(count):
+                    other = message[base + p]
+                    place += (other < arrival) | ((other == arrival) & (p < q))
+                arrived[own + place] = arrival
+                sender[own + place] = q
+        for k in range(most_children):  # ... each receive, in order of arrival, ...
+            for task in range(first, last):
+                if fanout * task + 1 + k < n_tasks:
+                    best = arrived[(task - first) * fanout + k]
+                    start = origin[task]
+                    begin = now[task] if now[task] > best else best
+                    finish, hint[task] = advance_short(address, n_rows, start + begin, recv,
+                                                       hint[task], period, recv_tie)
+                    now[task] = finish - start
+                    if ops_out.shape[0] > 0:
+                        ops_out[phase, task, 1 + sender[(task - first) * fanout + k]] = now[task]
+        _send_up(address, n_rows, first, last, state, costs, shape, phase, ops_out)  # ... the send
+
+
+@numba.njit(cache=True, nogil=True)
+def _subtree(address, n_rows, table, root, state, costs, shape, phase, phases,
+             compute_out, end_out, ops_out):
+    """The subtree of task ``root`` in one step of the kernel: the
+    broadcast of phase ``phase - 1`` from the root down, then the compute and the reduce of
+    phase ``phase`` up to the root. Returns the subtree's largest end of phase ``phase - 1``
+    [trace unit]."""
+    fanout, n_tasks = shape[0], state[0].size
+    bounds = []  # the subtree's tasks at each level: breadth-first, a range per level
+    lo, hi = root, root + 1
+    while lo < n_tasks:
+        bounds.append((lo, min(hi, n_tasks)))
+        lo, hi = fanout * lo + 1, fanout * hi + 1
+    largest = -np.inf
+    for lo, hi in bounds:
+        largest = max(largest, _down_level(address, n_rows, table, lo, hi, state, costs, shape,
+                                           phase, phases, compute_out, end_out, ops_out))
+    if phase < phases:  # the last level's reduce is done: its tasks have no children
+        arrived = np.empty(_BLOCK * fanout)
+        sender = np.empty(_BLOCK * fanout, dtype=np.int8)
+        for level in range(len(bounds) - 2, -1, -1):
+            _up_level(address, n_rows, bounds[level][0], bounds[level][1], state, costs,
+                      shape, phase, arrived, sender, ops_out)
+    return largest
 
 
 @numba.njit(cache=True, parallel=True)
@@ -148,11 +290,13 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
     its send completes. A task starts its next compute when its broadcast part is
     done.
 
-    Each level is walked in the order of its tasks' start in the trace (all tasks
-    advance by about the same time per phase, so that order holds): the trace is read
-    nearly sequentially, and the per-task state is stored in that order (a "slot" per
-    task); messages are written into the receiver's slot. Within a block of ``_BLOCK``
-    slots the kernel takes one operation of every task before the next (compute, each
+    The tree is cut at the level whose subtrees hold at most ``_PIECE`` tasks (their state
+    stays in the CPU's caches). A phase is one parallel step over the subtrees, each walked
+    whole by one thread: the broadcast of the phase before from its root down, then the
+    compute and the reduce up to its root; the threads take the subtrees from a shared queue,
+    so that a thread that lost its CPU holds up at most the subtree it is in. The few tasks
+    above the cut run on one thread between the steps. Within a block of ``_BLOCK`` tasks of
+    a level the kernel takes one operation of every task before the next (compute, each
     receive, send), so that the CPU overlaps the tasks' chains of dependent arithmetic.
     Every task performs the same operations on the same numbers as in index order, so
     the results do not depend on this order, nor on the number of threads.
@@ -169,152 +313,51 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
     n_rows = table.shape[0] - 1
     if max(n_tasks * fanout, n_rows) >= 2**31:
         raise ValueError("the tree kernel indexes tasks and trace rows with 32-bit integers")
-    task_of = _trace_order(offsets, level_bounds, table[n_rows, START], n_rows)
-    slot_of = np.empty(n_tasks, dtype=np.int32)
-    origin = np.empty(n_tasks)
-    for slot in numba.prange(n_tasks):
-        slot_of[task_of[slot]] = slot
-        origin[slot] = offsets[task_of[slot]]
-    # slots of the levels that can have children, and where each child's message lands
-    n_parent_slots = level_bounds[n_levels - 1] if n_levels > 1 else 0
-    child_slot = np.empty(n_parent_slots * fanout, dtype=np.int32)
-    inbox = np.empty(n_tasks, dtype=np.int32)  # a child's place in its parent's arrivals
-    children = np.zeros(n_tasks, dtype=np.int8)  # per slot, how many children it has
-    for parent in numba.prange(n_parent_slots):  # (no integer division per task)
-        for q in range(min(fanout, max(n_tasks - fanout * parent - 1, 0))):
-            task = fanout * parent + 1 + q
-            place = slot_of[parent] * fanout + q
-            child_slot[place] = slot_of[task]
-            inbox[slot_of[task]] = place
-            children[slot_of[parent]] = q + 1
-    arrivals = np.empty(n_parent_slots * fanout)
-    # per slot: when it ends the phase (the broadcast reuses it for the time its
-    # parent's message was sent), the trace row it is at, how many rows its last
-    # compute spanned (to start the finish search) and its clock within the phase
-    end = np.zeros(n_tasks)
-    hint = np.empty(n_tasks, dtype=np.int32)
-    _start_rows(address, n_rows, origin, hint)
-    span = np.zeros(n_tasks, dtype=np.int32)
-    now = np.empty(n_tasks)
-    phase_end = np.empty(phases)
-    keep = compute_out.shape[0] > 0
-    keep_ops = ops_out.shape[0] > 0
-    far = table.nbytes > CACHED_TABLE  # prefetch only what the caches do not hold
+    # per task: its start in the trace, its end of the phase before, its clock within the
+    # phase, the time of its last message (its reduce message's arrival at the parent, then
+    # the parent's broadcast send to it), the trace row it is at and how many rows its last
+    # compute spanned (to start the finish search)
+    hint = np.empty(n_tasks, dtype=np.int64)
+    _start_rows(address, n_rows, offsets, hint)
+    state = (offsets, np.zeros(n_tasks), np.empty(n_tasks), np.empty(n_tasks), hint,
+             np.zeros(n_tasks, dtype=np.int64))
     period = row_value(address, n_rows, START)
-    work_tie, send_tie, recv_tie = (tie_bound(work, period), tie_bound(send, period),
-                                    tie_bound(recv, period))
-    for phase in range(phases):
-        for level in range(n_levels - 1, -1, -1):
-            lo, hi = level_bounds[level], level_bounds[level + 1]
-            most_children = min(fanout, max(n_tasks - fanout * lo - 1, 0))
-            for block in numba.prange((hi - lo + _BLOCK - 1) // _BLOCK):
-                first = lo + block * _BLOCK
-                last = min(hi, first + _BLOCK)
-                arrived = np.empty(_BLOCK * fanout)  # the children's messages, sorted ...
-                sender = np.empty(_BLOCK * fanout, dtype=np.int8)  # ... and who sent them
-                # one operation of every task of the block per loop, so that the CPU
-                # overlaps the tasks' chains of dependent arithmetic: compute, ...
-                for slot in range(first, last):
-                    ahead = slot + PREFETCH_AHEAD
-                    if far and ahead < hi:
-                        prefetch_row(table, hint[ahead])
-                        prefetch_row(table, min(hint[ahead] + span[ahead], n_rows))
-                    start = origin[slot]
-                    finish, h, ok = advance_across_gaps(address, n_rows, start + end[slot],
-                                                         work, hint[slot], period, work_tie)
-                    if ok:
-                        span[slot] = h - hint[slot]
-                        hint[slot] = h
-                    else:
-                        finish, row, h = advance_called(address, n_rows, start + end[slot],
-                                                        work, np.int64(hint[slot]),
-                                                        np.int64(hint[slot] + span[slot]))
-                        span[slot] = max(h - row, 0)
-                        hint[slot] = h
-                    now[slot] = finish - start
-                    if keep:
-                        compute_out[phase, task_of[slot]] = now[slot] - end[slot]
-                    if keep_ops:
-                        ops_out[phase, task_of[slot], 0] = now[slot]
-                if most_children > 0:  # ... the children's messages in order of arrival
-                    # (ties: the lower index first), without branches: a message's place is
-                    # the number of messages that come before it ...
-                    for slot in range(first, last):
-                        base, own = slot * fanout, (slot - first) * fanout
-                        for q in range(children[slot]):
-                            message = arrivals[base + q]
-                            place = 0
-                            for p in range(children[slot]):
-                                other = arrivals[base + p]
-                                place += (other < message) | ((other == message) & (p < q))
-                            arrived[own + place] = message
-                            sender[own + place] = q
-                for k in range(most_children):  # ... each receive, in order of arrival ...
-                    for slot in range(first, last):
-                        if k < children[slot]:
-                            best = arrived[(slot - first) * fanout + k]
-                            pick = sender[(slot - first) * fanout + k]
-                            start = origin[slot]
-                            begin = now[slot] if now[slot] > best else best
-                            finish, hint[slot] = advance_short(address, n_rows, start + begin, recv,
-                                                               hint[slot], period, recv_tie)
-                            now[slot] = finish - start
-                            if keep_ops:
-                                ops_out[phase, task_of[slot], 1 + pick] = now[slot]
-                for slot in range(first, last):  # ... and the send to the parent
-                    task = task_of[slot]
-                    if task > 0:
-                        start = origin[slot]
-                        finish, hint[slot] = advance_short(address, n_rows, start + now[slot], send,
-                                                           hint[slot], period, send_tie)
-                        now[slot] = finish - start
-                        hop = latency  # one wire latency unless the nodes count
-                        if node_size > 0:
-                            hop = hop_latency(task, (task - 1) // fanout, latency,
-                                               intra_latency, node_size)
-                        arrivals[inbox[slot]] = now[slot] + hop
-                        if keep_ops:
-                            ops_out[phase, task, 1 + fanout] = now[slot]
-        for level in range(n_levels):
-            lo, hi = level_bounds[level], level_bounds[level + 1]
-            most_children = min(fanout, max(n_tasks - fanout * lo - 1, 0))
-            for block in numba.prange((hi - lo + _BLOCK - 1) // _BLOCK):
-                first = lo + block * _BLOCK
-                last = min(hi, first + _BLOCK)
-                for slot in range(first, last):  # the receive from the parent, ...
-                    task = task_of[slot]
-                    if task > 0:
-                        ahead = slot + PREFETCH_AHEAD
-                        if far and ahead < hi:
-                            prefetch_row(table, hint[ahead])
-                        start = origin[slot]
-                        hop = latency
-                        if node_size > 0:
-                            hop = hop_latency(task, (task - 1) // fanout, latency,
-                                               intra_latency, node_size)
-                        arrival = end[slot] + hop
-                        begin = now[slot] if now[slot] > arrival else arrival
-                        finish, hint[slot] = advance_short(address, n_rows, start + begin, recv,
-                                                           hint[slot], period, recv_tie)
-                        now[slot] = finish - start
-                        if keep_ops:
-                            ops_out[phase, task, 2 + fanout] = now[slot]
-                for q in range(most_children):  # ... each send to a child, in index order
-                    for slot in range(first, last):
-                        if q < children[slot]:
-                            start = origin[slot]
-                            finish, hint[slot] = advance_short(address, n_rows,
-                                                               start + now[slot], send,
-                                                               hint[slot], period, send_tie)
-                            now[slot] = finish - start
-                            end[child_slot[slot * fanout + q]] = now[slot]  # parent's send
-                            if keep_ops:
-                                ops_out[phase, task_of[slot], 3 + fanout + q] = now[slot]
-                for slot in range(first, last):  # the phase ends for the block's tasks
-                    end[slot] = now[slot]
-                    if keep:
-                        end_out[phase, task_of[slot]] = now[slot]
-        phase_end[phase] = end.max()
+    costs = (float(work), float(send), float(recv), float(latency), float(intra_latency),
+             tie_bound(work, period), tie_bound(send, period), tie_bound(recv, period), period)
+    shape = (np.int64(fanout), np.int64(node_size))
+    depth = 0  # the cut: the first level whose subtrees hold at most _PIECE tasks
+    while (depth + 1 < n_levels and (n_tasks - level_bounds[depth])
+           > _PIECE * (level_bounds[depth + 1] - level_bounds[depth])):
+        depth += 1
+    first_root, n_subtrees = level_bounds[depth], level_bounds[depth + 1] - level_bounds[depth]
+    subtree_end = np.empty(n_subtrees)
+    top_end = np.full(phases + 1, -np.inf)  # the largest end above the cut, per phase
+    phase_end = np.empty(phases)
+    for phase in range(phases + 1):
+        for level in range(depth if phase == 0 else 0):  # the first compute above the cut
+            _down_level(address, n_rows, table, level_bounds[level], level_bounds[level + 1],
+                        state, costs, shape, phase, phases, compute_out, end_out, ops_out)
+        queue = np.zeros(1, dtype=np.int64)
+        for _ in numba.prange(_WORKERS):  # each thread takes subtrees until none is left
+            while True:
+                piece = take_next(queue)
+                if piece >= n_subtrees:
+                    break
+                subtree_end[piece] = _subtree(address, n_rows, table, first_root + piece,
+                                              state, costs, shape, phase, phases,
+                                              compute_out, end_out, ops_out)
+        if phase > 0:
+            phase_end[phase - 1] = max(subtree_end.max(), top_end[phase - 1])
+        if phase < phases and depth > 0:  # above the cut: the reduce, then the broadcast
+            arrived = np.empty(_BLOCK * fanout)
+            sender = np.empty(_BLOCK * fanout, dtype=np.int8)
+            for level in range(depth - 1, -1, -1):
+                _up_level(address, n_rows, level_bounds[level], level_bounds[level + 1],
+                          state, costs, shape, phase, arrived, sender, ops_out)
+            for level in range(depth):
+                top_end[phase] = max(top_end[phase], _down_level(
+                    address, n_rows, table, level_bounds[level], level_bounds[level + 1],
+                    state, costs, shape, phase + 1, phases, compute_out, end_out, ops_out))
     return phase_end
 
 
