@@ -26,8 +26,8 @@ copy must pass what nbval checks (``pytest --nbval-lax`` with
 committed one after the sanitizers (:func:`jitterlab.notebook_outputs.output_differences`,
 which follows nbval's rules and whose agreement with nbval is tested here).
 
-A screenshot of each notebook goes to ``reports/browser/NAME.png`` (a long one continues
-in ``NAME-2.png``, ...; ``reports/`` is not tracked), the run times to ``summary.txt``.
+A screenshot of each notebook goes to ``reports/browser/NAME.jpg`` (a long one continues
+in ``NAME-2.jpg``, ...; ``reports/`` is not tracked), the run times to ``summary.txt``.
 ``JITTERLAB_BROWSER_PAGES`` (default 2) notebooks run at once, each in its own kernel; the
 next one's Run All starts as soon as one is idle, in another page, before that one is saved
 and photographed (so at most one page more than that). Loading JupyterLab once per page
@@ -91,6 +91,16 @@ SAVE_TIMEOUT = 120.0  # File > Save Notebook until the file is written [s]
 PAGE_TIMEOUT_MS = 300_000  # a page opening, its kernel starting, the explorer redrawing [ms]
 SERVER_TIMEOUT = 300.0  # server start [s]; a busy shared machine took more than 60 s
 SCREENSHOT_MAX_HEIGHT = 16_000  # [px]
+# JPEG, not PNG: Chromium's browser process encodes the shot, and a notebook's 1280 x 16 000 px
+# PNG cost more than the drawing (three notebooks, each photographed both ways in one run, the
+# order alternated: 10.3 CPU-s of Chromium as PNG, 6.2 as JPEG at quality 80, 6.9 at 90; files
+# of the same size, 1-3.5 MB a part)
+SCREENSHOT_QUALITY = 80
+# Debian's launcher adds --enable-gpu-rasterization, which headless Chromium does in SwiftShader
+# (the GPU emulated on the CPU); --disable-gpu rasterizes in software. The same notebooks' output
+# (07, 11, 13 replayed without their computations) alternated with the default: Chromium
+# 39.4 -> 36.5 and 34.8 -> 30.5 CPU-s (niced beside teammates' work, load 8-10: suggestive only)
+CHROMIUM_ARGS = ["--disable-gpu"]
 VIEWPORT = {"width": 1280, "height": 900}  # a page's size while its notebook runs [px]
 # how often a wait in the page looks again [ms]: Playwright's default looks at every animation
 # frame, which makes Chromium draw 60 frames a second for as long as the wait lasts
@@ -574,7 +584,7 @@ def _check_explorer(run: Run) -> None:
 
 def _screenshot(run: Run) -> None:
     """The whole notebook: the page made as tall as the notebook (up to
-    SCREENSHOT_MAX_HEIGHT); a longer notebook continues in NAME-2.png, NAME-3.png, ..."""
+    SCREENSHOT_MAX_HEIGHT); a longer notebook continues in NAME-2.jpg, NAME-3.jpg, ..."""
     page = run.page
     scroll_js = """(top) => {
         const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
@@ -594,8 +604,8 @@ def _screenshot(run: Run) -> None:
                                                            SCREENSHOT_MAX_HEIGHT))})
     page.wait_for_timeout(500)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    run.screenshot = SCREENSHOTS / f"{run.path.stem}.png"
-    page.screenshot(path=str(run.screenshot))
+    run.screenshot = SCREENSHOTS / f"{run.path.stem}.jpg"
+    page.screenshot(path=str(run.screenshot), type="jpeg", quality=SCREENSHOT_QUALITY)
     height, visible = page.evaluate(scroll_js, 0)
     part, top = 1, 0
     while visible > 0 and top + visible < height:
@@ -603,7 +613,8 @@ def _screenshot(run: Run) -> None:
         part += 1
         page.evaluate(scroll_js, top)
         page.wait_for_timeout(300)
-        page.screenshot(path=str(SCREENSHOTS / f"{run.path.stem}-{part}.png"))
+        page.screenshot(path=str(SCREENSHOTS / f"{run.path.stem}-{part}.jpg"), type="jpeg",
+                        quality=SCREENSHOT_QUALITY)
 
 
 def run_notebooks(paths, server: Server, chromium: str, pages: int,
@@ -631,7 +642,8 @@ def run_notebooks(paths, server: Server, chromium: str, pages: int,
     waiting = [Run(path) for path in paths]
     done: dict[str, Run] = {}
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium, headless=True)
+        browser = playwright.chromium.launch(executable_path=chromium, headless=True,
+                                             args=CHROMIUM_ARGS)
         try:
             running: list[Run] = []
             free: list = []  # pages whose notebook is closed
@@ -761,8 +773,9 @@ def run_in_jupyterlab(paths, chromium: str, pages: int = PAGES,
     """Every notebook of ``paths`` in one JupyterLab server (stopped whatever happens);
     ``meter`` ends with the CPU time of the run by kind of process."""
     for path in paths:  # no screenshot of an earlier run left behind
-        for old in (*SCREENSHOTS.glob(f"{path.stem}.png"),
-                    *SCREENSHOTS.glob(f"{path.stem}-*.png")):
+        for old in (shot for suffix in (".jpg", ".png")  # .png: older runs' shots
+                    for shot in (*SCREENSHOTS.glob(f"{path.stem}{suffix}"),
+                                 *SCREENSHOTS.glob(f"{path.stem}-*{suffix}"))):
             old.unlink()
     with tempfile.TemporaryDirectory(prefix="jitterlab-browser-") as folder:
         server = start_server(Path(folder))
