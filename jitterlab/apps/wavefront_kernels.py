@@ -219,21 +219,26 @@ def pipeline_pieces(px, py, corners, blocks, iterations, work, send, recv, wire_
 #
 # An event is a time and a key = stamp << what bits | what, ``what`` = rank·8 + kind·4 +
 # slot (kind 0: the rank's current operation, 1: a message into face ``slot``), so it
-# needs no record of its own. No event is dated before the latest (``last``), so the
-# queue is a radix queue: the events at ``last`` wait in ``fifo``, sorted by key; a
-# later one in bucket b = bit length of (time ^ last), a list of rows of ``_ROW``
-# events (times in ``row_time``, keys in ``row_key``). When the fifo is empty, the
-# lowest non-empty bucket is copied out to ``moving`` and its events pushed again
-# after ``last`` moved to their least time.
+# needs no record of its own. No event is dated before the latest (``last``): the events
+# at ``last`` wait in ``fifo``, sorted by key; a later one in a bucket, a list of rows of
+# ``_ROW`` events (times in ``row_time``, keys in ``row_key``). Without noise every time
+# is a sum of costs, so times count in the costs' greatest common divisor, and no event
+# is dated more than ``ahead`` = max(work, recv, send + wire) after ``last``: then, if
+# that is below ``_MOST_SLOTS``, bucket t mod ``slots`` (a power of two > ``ahead``)
+# holds the events at time t only (a calendar), and the next time's bucket is sorted
+# into the fifo. Otherwise (a trace) the buckets are radix buckets: b = bit length of
+# (time ^ last); when the fifo is empty, the lowest non-empty bucket is copied out to
+# ``moving`` and its events pushed again after ``last`` moved to their least time
+# (an event moves 1.7 times on average on the 64 × 64 benchmark grid).
 #
 # Speed: numba counts references (an atomic add and subtract) on every array variable
 # that is assigned again inside a loop, and on every array passed to an inlined
-# helper; in the event loop that was 3/4 of the time (perf: NRT_incref/NRT_decref at
-# 136 ns per event). So the loop (:func:`_advance`) never replaces an array and calls
-# no helper with arrays: when an array is full it returns, the caller
-# (:func:`run_on_arrival`) grows it and calls it again; the loop's scalars wait in
-# ``registers`` between calls. Every push, of an event or of a moved one, goes through
-# the one push code at the end of the loop.
+# helper; in the event loop that was 3/4 of the time (perf: NRT_incref/NRT_decref; 64 × 64
+# grid: 127 ns per event with them, 24 without, 14 with the calendar). So the loop
+# (:func:`_advance`) never replaces an array and calls no helper with arrays: when an
+# array is full it returns, the caller (:func:`run_on_arrival`) grows it and calls it
+# again; the loop's scalars wait in ``registers`` between calls. Every push, of an event
+# or of a moved one, goes through the one push code at the end of the loop.
 
 _MSG_BIT = 4
 _ROW = 128  # events per row of a bucket
@@ -243,6 +248,7 @@ _EMPTY = np.iinfo(np.int64).max
 _LAST, _HEAD, _TAIL, _STAMP, _EVENTS, _FREE, _N_FREE, _MOVED = range(8)
 # what _advance returns: all events handled, or the array to grow first
 _DONE, _MORE_FIFO, _MORE_ROWS = 0, 1, 2
+_MOST_SLOTS = 4096  # a calendar longer than this: radix buckets instead
 
 
 @numba.njit(cache=True, inline="always")
@@ -267,7 +273,7 @@ def _cpu(state, rank, t, cpu, table, offsets, scale):
 
 @numba.njit(cache=True)
 def _advance(registers, px, py, n_passes, work, send, recv, wire_x, wire_y, mode, table,
-             offsets, scale, what_bits, cpu_free, pass_of, step_of, waiting, unmatched,
+             offsets, scale, what_bits, slots, cpu_free, pass_of, step_of, waiting, unmatched,
              pass_end, pass_dx, pass_dy, column, row, state, fifo, moving, bucket_first,
              bucket_last, bucket_least, bucket_size, row_next, row_fill,
              row_time, row_key):
@@ -296,24 +302,47 @@ def _advance(registers, px, py, n_passes, work, send, recv, wire_x, wire_y, mode
         if moved < n_moving:  # re-push the next moved event
             time_a, key_a = moving[2 * moved], moving[2 * moved + 1]
             moved += 1
-        elif f_head == f_tail:  # take the lowest non-empty bucket
-            b = 1
-            while b < 65 and bucket_first[b] < 0:
-                b += 1
-            if b == 65:
-                break
-            if 2 * bucket_size[b] > moving.size or bucket_size[b] + 2 > fifo.size:
-                status = _MORE_FIFO
-                break
-            last = bucket_least[b]
+        elif f_head == f_tail:  # the next time's events
+            if slots > 0:  # a calendar: slot t mod slots holds time t only
+                b = -1
+                later = 0
+                for ahead in range(1, slots):
+                    if bucket_first[(last + ahead) & (slots - 1)] >= 0:
+                        b, later = (last + ahead) & (slots - 1), ahead
+                        break
+                if b < 0:
+                    break
+                if bucket_size[b] + 2 > fifo.size:
+                    status = _MORE_FIFO
+                    break
+                last += later
+            else:  # radix buckets: the lowest non-empty one
+                b = 1
+                while b < 65 and bucket_first[b] < 0:
+                    b += 1
+                if b == 65:
+                    break
+                if 2 * bucket_size[b] > moving.size or bucket_size[b] + 2 > fifo.size:
+                    status = _MORE_FIFO
+                    break
+                last = bucket_least[b]
             f_head = f_tail = 0
             n_moving = moved = 0
             r = bucket_first[b]
             while r >= 0:
                 for k in range(row_fill[r]):
-                    moving[2 * n_moving] = row_time[r, k]
-                    moving[2 * n_moving + 1] = row_key[r, k]
-                    n_moving += 1
+                    if slots > 0:  # into the fifo in key order (mostly push order)
+                        key = row_key[r, k]
+                        place = f_tail
+                        while place > 0 and fifo[place - 1] > key:
+                            fifo[place] = fifo[place - 1]
+                            place -= 1
+                        fifo[place] = key
+                        f_tail += 1
+                    else:  # pushed again after last
+                        moving[2 * n_moving] = row_time[r, k]
+                        moving[2 * n_moving + 1] = row_key[r, k]
+                        n_moving += 1
                 following = row_next[r]
                 row_next[r] = free_row
                 free_row = r
@@ -405,7 +434,7 @@ def _advance(registers, px, py, n_passes, work, send, recv, wire_x, wire_y, mode
                 fifo[place] = key
                 f_tail += 1
                 continue
-            b = bit_length(when ^ last)
+            b = when & (slots - 1) if slots > 0 else bit_length(when ^ last)
             r = bucket_last[b]
             if r < 0 or row_fill[r] == _ROW:  # a new row at the bucket's end
                 new = free_row
@@ -469,6 +498,23 @@ def run_on_arrival(px, py, corners, blocks, iterations, work, send, recv, wire_x
         what_bits += 1
     if what_bits + np.log2(7.0 * n_ranks * (n_passes + 1)) > 62:  # stamps: below 7 a pass
         raise ValueError("the wavefront has too many ranks × passes for the event queue")
+    unit = 1  # without noise every time is a sum of costs: count in their common divisor
+    if mode != 1:
+        unit = 0
+        for cost in (work, send, recv, wire_x, wire_y):
+            while cost > 0:
+                unit, cost = cost, unit % cost
+        unit = max(unit, 1)
+        work, send, recv = work // unit, send // unit, recv // unit
+        wire_x, wire_y = wire_x // unit, wire_y // unit
+    # every event is dated at most ``ahead`` after the latest: with a few slots more
+    # than that, a calendar of slots replaces the radix buckets (no event moves)
+    ahead = max(work, recv, send + max(wire_x, wire_y))
+    slots = 2
+    while slots <= ahead:
+        slots *= 2
+    if mode == 1 or slots > _MOST_SLOTS:
+        slots = 0
     cpu_free = np.zeros(n_ranks, dtype=np.int64)
     pass_of = np.zeros(n_ranks, dtype=np.int64)
     step_of = np.zeros(n_ranks, dtype=np.int64)
@@ -489,10 +535,11 @@ def run_on_arrival(px, py, corners, blocks, iterations, work, send, recv, wire_x
         state[:, NEXT] = -np.inf
     fifo = np.empty(max(n_ranks, 16) + 2, dtype=np.int64)  # the events at the latest time
     moving = np.empty(2 * fifo.size, dtype=np.int64)       # a bucket's (time, key) pairs
-    bucket_first = np.full(65, -1, dtype=np.int64)
-    bucket_last = np.full(65, -1, dtype=np.int64)
-    bucket_least = np.full(65, _EMPTY, dtype=np.int64)
-    bucket_size = np.zeros(65, dtype=np.int64)
+    buckets = max(65, slots)
+    bucket_first = np.full(buckets, -1, dtype=np.int64)
+    bucket_last = np.full(buckets, -1, dtype=np.int64)
+    bucket_least = np.full(buckets, _EMPTY, dtype=np.int64)
+    bucket_size = np.zeros(buckets, dtype=np.int64)
     rows = max(128, 4 * n_ranks // _ROW)
     row_next = np.arange(1, rows + 1, dtype=np.int64)
     row_next[rows - 1] = -1
@@ -513,7 +560,7 @@ def run_on_arrival(px, py, corners, blocks, iterations, work, send, recv, wire_x
     registers[_TAIL], registers[_STAMP] = n_ranks, stamp
     while True:
         status = _advance(registers, px, py, n_passes, work, send, recv, wire_x, wire_y,
-                          mode, table, offsets, scale, what_bits, cpu_free, pass_of, step_of,
+                          mode, table, offsets, scale, what_bits, slots, cpu_free, pass_of, step_of,
                           waiting, unmatched, pass_end, pass_dx, pass_dy, column, row, state,
                           fifo, moving, bucket_first, bucket_last, bucket_least, bucket_size,
                           row_next, row_fill, row_time, row_key)
@@ -532,10 +579,10 @@ def run_on_arrival(px, py, corners, blocks, iterations, work, send, recv, wire_x
             registers[_FREE] = row_next.size // 2
             registers[_N_FREE] += row_next.size // 2
     for rank in range(n_ranks):
-        finish[rank] = cpu_free[rank]
+        finish[rank] = cpu_free[rank] * unit
     for it in range(iterations):
         end = 0
         for g in range(it * per_iteration, (it + 1) * per_iteration):
             end = max(end, pass_end[g])
-        iteration_end[it] = end
+        iteration_end[it] = end * unit
     return registers[_EVENTS]
