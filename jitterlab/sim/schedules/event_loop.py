@@ -165,10 +165,14 @@ def run_in_room(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets, place
     widest = 1
     for r in range(p):
         widest = max(widest, rank_offsets[r + 1] - rank_offsets[r])
-    most = 0
+    most = 0  # dependents of an operation, at most
     for i in range(n):
-        most = max(most, succ_offsets[i + 1] - succ_offsets[i]
-                   + isucc_offsets[i + 1] - isucc_offsets[i])
+        most = max(most, succ_offsets[i + 1] - succ_offsets[i])
+    if has_isucc:
+        more = 0
+        for i in range(n):
+            more = max(more, isucc_offsets[i + 1] - isucc_offsets[i])
+        most += more
     ready = np.empty(max(widest, 3 * most + 1), dtype=np.int64)
     order = np.empty(ready.size, dtype=np.int64)
     pend_t = np.empty(ready.size + 2, dtype=np.int64)  # pushes of one event
@@ -176,13 +180,14 @@ def run_in_room(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets, place
     pend_c = np.empty(ready.size + 2, dtype=np.int64)
     # parked retries (.parking): per host a list (head ``park_head``, links ``link``)
     # and its token's key and code; the pages are touched only from the first retry
+    # (``listed`` set then, not here: 2n bytes written every run for nothing)
     parking = -1 if park else 0  # 1 yes, 0 no, -1 not decided yet
     park_head = np.full(p, -1, dtype=np.int64)
     tok_t = np.full(p, -1, dtype=np.int64)
     tok_s, tok_code = np.empty(p, dtype=np.int64), np.empty(p, dtype=np.int64)
     slots = 2 * n if park else 0
     link, park_time = np.empty(slots, dtype=np.int64), np.empty(slots, dtype=np.int64)
-    park_stamp, listed = np.empty(slots, dtype=np.int64), np.zeros(slots, dtype=np.bool_)
+    park_stamp, listed = np.empty(slots, dtype=np.int64), np.empty(slots, dtype=np.bool_)
     stamp = 0
     done = 0
     events = 0
@@ -442,6 +447,8 @@ def run_in_room(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets, place
             if parking_allowed(kind, size, calc, n_cpus, overhead, gap, gap_per_byte,
                                overhead_per_byte, mode, trc_dur, delta):
                 parking = 1
+                for j in range(slots):
+                    listed[j] = False
         if retry >= 0 and parking == 1:  # parked, with its stamp
             park_time[code], park_stamp[code] = retry, st
             if not listed[code]:
