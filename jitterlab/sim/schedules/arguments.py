@@ -341,8 +341,8 @@ def _lay_out(p, s, resolution, step_major) -> ScheduleLayout:
     placement, origin = np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32)
     calc = np.empty(n, dtype=np.int64)
     waits, channel = np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32)
-    succ_offsets = np.zeros(n + 2, dtype=np.int64)
-    isucc_offsets = np.zeros(n + 2, dtype=np.int64)
+    succ_offsets = np.empty(n + 1, dtype=np.int64)
+    isucc_offsets = (np.empty if s["irequires"].size else np.zeros)(n + 1, dtype=np.int64)
     succ = np.empty(s["requires"].size, dtype=np.int32)
     isucc = np.empty(s["irequires"].size, dtype=np.int32)
     filed = int(filed_offsets[-1]) if exact else 0
@@ -350,15 +350,14 @@ def _lay_out(p, s, resolution, step_major) -> ScheduleLayout:
     filed_key = np.empty(filed, np.int64)
     columns = [s[name] for name in COLUMNS]
     longest_calc = layout.lay_out(
-        offsets, step_major, step_major, units, exact, *columns, resolution, shift, filed_offsets,
-        placement, origin, kind, rank, peer, size, tag, cpu, nic, calc, waits, succ_offsets,
-        isucc_offsets, channel, filed_index, filed_receiver, filed_key)
-    n_channels = layout.link(
-        offsets, exact, s["kind"], s["peer"], s["tag"], *columns[8:], shift, filed_offsets,
-        widest_tile, placement, succ_offsets, succ, isucc_offsets, isucc, channel,
-        filed_index, filed_receiver, filed_key)
-    del filed_index, filed_receiver, filed_key
+        offsets, step_major, step_major, units, exact, *columns, resolution, shift,
+        filed_offsets, placement, origin, kind, rank, peer, size, tag, cpu, nic, calc, waits,
+        succ_offsets, succ, isucc_offsets, isucc, channel, filed_index, filed_receiver,
+        filed_key)
+    n_channels = layout.link(offsets, exact, s["kind"], s["peer"], s["tag"], shift,
+                             filed_offsets, widest_tile, placement, channel, filed_index,
+                             filed_receiver, filed_key)
     return ScheduleLayout(
         kind, rank, peer, size, tag, calc, cpu, nic, offsets, placement, origin,
-        succ_offsets[:n + 1], succ, isucc_offsets[:n + 1], isucc, waits, channel,
+        succ_offsets, succ, isucc_offsets, isucc, waits, channel,
         int(n_channels), bool(exact), int(n_cpus), int(n_nics), int(longest_calc))

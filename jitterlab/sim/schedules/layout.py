@@ -10,11 +10,16 @@ with less memory traffic:
 * :func:`scan` reads kind, peer, tag, cpu and nic once: wildcards, CPUs and NICs per
   host, and the sends and receives of each tile of receiving ranks;
 * :func:`lay_out` walks the ranks a *tile* of 2**``shift`` ranks at a time, step by
-  step inside a tile: it numbers the operations, copies their columns, counts waits
-  and dependents, and files each send under its receiver's tile;
-* :func:`link` walks the tiles again: it fills the reversed dependencies and numbers
-  the channels, one small hash table per tile of receivers (their receives, then the
-  sends filed under the tile).
+  step inside a tile: it numbers the operations, copies their columns, counts waits,
+  reverses the dependencies and files each send under its receiver's tile. A
+  dependency stays inside its rank, so a tile holds both ends of all of its own: the
+  dependents are counted and filed per tile, while its operations are in the cache;
+  where each operation's dependents go is the number of dependents of the earlier
+  steps (one short pre-pass, :func:`_step_starts`) plus those of the same step
+  already laid out;
+* :func:`link` walks the tiles again when there are no wildcards and numbers the
+  channels, one small hash table per tile of receivers (their receives, rank by rank,
+  then the sends filed under the tile).
 
 Why tiles: in the step-major numbering the k-th operations of consecutive ranks are
 neighbours, and the steps lie (number of ranks) entries apart, a power of two on the
@@ -124,18 +129,19 @@ def _tile(offsets, r0, shift, first, stop):
 def lay_out(offsets, step_major, copy, copy_units, exact, kind, rank, peer, size, tag,
             duration, cpu, nic, requires_offsets, requires, irequires_offsets, irequires,
             resolution, shift, filed_offsets, placement, origin, kind_, rank_, peer_, size_,
-            tag_, cpu_, nic_, calc, waits, succ_offsets, isucc_offsets, channel, filed_index,
-            filed_receiver, filed_key):
-    """Number the operations, copy their columns, count waits and dependents, file the
-    sends; returns the longest calc [ticks].
+            tag_, cpu_, nic_, calc, waits, succ_offsets, succ, isucc_offsets, isucc, channel,
+            filed_index, filed_receiver, filed_key):
+    """Number the operations, copy their columns, count their waits, reverse their
+    dependencies, file the sends; returns the longest calc [ticks].
 
     ``step_major``: new index of the k-th operation of rank r = the operations of every
     rank's earlier steps, then of the lower ranks at step k (else the schedule's own
     index; use ``shift`` = 0 then, to read the operations in order). ``copy``: write
     the columns into ``kind_`` … ``size_`` (``tag_`` only when not ``exact``), and
     ``cpu_``, ``nic_`` when ``copy_units`` (else they are all 0, as given).
-    ``succ_offsets``/``isucc_offsets`` (n + 2, zeros): the dependents of new index j
-    are counted at j + 2 (:func:`link` turns the counts into offsets). Without
+    ``succ_offsets``, ``succ`` (n + 1; requires.size): the CSR of the operations that
+    wait for new index j (in increasing schedule index, as new indices); ``isucc_*``
+    the same of irequires (untouched without irequires). Without
     ``exact``, ``channel`` is the receiving host; with it, −1 here and each send is
     filed under its receiver's tile (``filed_*``: new index, receiver, sender << 32 |
     tag) for :func:`link`.
@@ -157,10 +163,26 @@ def lay_out(offsets, step_major, copy, copy_units, exact, kind, rank, peer, size
     has_irequires = irequires.size > 0
     first = np.empty(1 << shift, dtype=np.int64)
     stop = np.empty(1 << shift, dtype=np.int64)
+    # where the dependents of the next operation of each step go (step-major: the
+    # dependents of all earlier steps first; else one running position)
+    succ_next = _step_starts(offsets, requires_offsets, requires, widest, step_major)
+    isucc_next = _step_starts(offsets, irequires_offsets, irequires,
+                              widest if has_irequires else 0, step_major)
+    most = 0  # the most operations of a tile
+    for r0 in range(0, p, 1 << shift):
+        most = max(most, offsets[min(r0 + (1 << shift), p)] - offsets[r0])
+    succ_fill = np.empty(most, dtype=np.int64)  # by operation - the tile's first
+    isucc_fill = np.empty(most if has_irequires else 0, dtype=np.int64)
     longest = 0
     for r0 in range(0, p, 1 << shift):
         ranks, steps = _tile(offsets, r0, shift, first, stop)
+        base, top = offsets[r0], offsets[r0 + ranks]
+        # the dependents of each of the tile's operations (inside a rank: in the tile)
+        _count_dependents(requires_offsets, requires, base, top, succ_fill)
+        if has_irequires:
+            _count_dependents(irequires_offsets, irequires, base, top, isucc_fill)
         for k in range(steps):
+            s = k if step_major else 0
             j = cursor[k]
             for q in range(ranks):
                 i = first[q] + k
@@ -186,6 +208,15 @@ def lay_out(offsets, step_major, copy, copy_units, exact, kind, rank, peer, size
                 if has_irequires:
                     w += irequires_offsets[i + 1] - irequires_offsets[i]
                 waits[j] = w
+                f = succ_next[s]
+                succ_offsets[j] = f
+                succ_next[s] = f + succ_fill[i - base]
+                succ_fill[i - base] = f  # now where its next dependent goes
+                if has_irequires:
+                    f = isucc_next[s]
+                    isucc_offsets[j] = f
+                    isucc_next[s] = f + isucc_fill[i - base]
+                    isucc_fill[i - base] = f
                 if not exact:
                     channel[j] = peer[i] if kd == _SEND else r0 + q
                 else:
@@ -199,18 +230,53 @@ def lay_out(offsets, step_major, copy, copy_units, exact, kind, rank, peer, size
                         filed_key[f] = (np.int64(r0 + q) << 32) | tag[i]
                 j += 1
             cursor[k] = j
-        # the tile's dependencies (inside a rank, so all of them are numbered now)
-        for k in range(steps):
-            for q in range(ranks):
-                i = first[q] + k
-                if i >= stop[q]:
-                    continue
-                for e in range(requires_offsets[i], requires_offsets[i + 1]):
-                    succ_offsets[placement[requires[e]] + 2] += 1
-                if has_irequires:
-                    for e in range(irequires_offsets[i], irequires_offsets[i + 1]):
-                        isucc_offsets[placement[irequires[e]] + 2] += 1
+        # each dependent, in increasing schedule index, under what it waits for
+        _file_dependents(requires_offsets, requires, base, top, placement, succ_fill, succ)
+        if has_irequires:
+            _file_dependents(irequires_offsets, irequires, base, top, placement, isucc_fill,
+                             isucc)
+    succ_offsets[succ_offsets.size - 1] = requires.size
+    if has_irequires:
+        isucc_offsets[isucc_offsets.size - 1] = irequires.size
     return longest
+
+
+@numba.njit(cache=True)
+def _step_starts(offsets, csr_offsets, targets, widest, step_major):
+    """Where the dependents of step k's first operation go (step-major: the number of
+    dependents of all operations of earlier steps; else [0])"""
+    starts = np.zeros(widest + 1, dtype=np.int64)
+    if not step_major or widest == 0:
+        return starts
+    for r in range(offsets.size - 1):
+        first = offsets[r]
+        for e in range(csr_offsets[first], csr_offsets[offsets[r + 1]]):
+            starts[targets[e] - first + 1] += 1
+    for k in range(widest):
+        starts[k + 1] += starts[k]
+    return starts
+
+
+@numba.njit(cache=True, inline="always")
+def _count_dependents(csr_offsets, targets, base, top, count):
+    """``count[b - base]``: the operations of [base, top) that wait for b."""
+    for t in range(top - base):
+        count[t] = 0
+    for e in range(csr_offsets[base], csr_offsets[top]):
+        count[targets[e] - base] += 1
+
+
+@numba.njit(cache=True, inline="always")
+def _file_dependents(csr_offsets, targets, base, top, placement, fill, out):
+    """Each operation i of [base, top) (new index ``placement[i]``) into ``out`` at
+    ``fill[b - base]`` of each b it waits for, in increasing i."""
+    for i in range(base, top):
+        j = placement[i]
+        for e in range(csr_offsets[i], csr_offsets[i + 1]):
+            b = targets[e] - base
+            f = fill[b]
+            out[f] = j
+            fill[b] = f + 1
 
 
 @numba.njit(cache=True, inline="always")
@@ -230,70 +296,39 @@ def _channel_id(receiver, key, mask, slot_receiver, slot_key, slot_id, used, n_u
 
 
 @numba.njit(cache=True)
-def _prefix(counts):
-    """counts[j + 2] (dependents of j) -> counts[j + 1] = first slot of j."""
-    total = 0
-    for j in range(2, counts.size):
-        total += counts[j]
-        counts[j] = total
+def link(offsets, exact, kind, peer, tag, shift, filed_offsets, widest_tile, placement,
+         channel, filed_index, filed_receiver, filed_key):
+    """Number the channels; returns their number.
 
-
-@numba.njit(cache=True)
-def link(offsets, exact, kind, peer, tag, requires_offsets, requires, irequires_offsets,
-         irequires, shift, filed_offsets, widest_tile, placement, succ_offsets, succ,
-         isucc_offsets, isucc, channel, filed_index, filed_receiver, filed_key):
-    """Fill the reversed dependencies and the channels; returns the number of channels.
-
-    ``succ_offsets``/``isucc_offsets`` hold :func:`lay_out`'s counts and become the CSR
-    offsets of ``succ``/``isucc`` (the dependents of new index j, in increasing
-    schedule index, in new indices; read them as ``[:n + 1]``). With ``exact``, each
-    (receiver, sender, tag) gets a channel id: per tile of 2**``shift`` receivers,
-    their receives, then the sends filed under the tile, in a hash table of
-    ``widest_tile`` entries at most.
+    With ``exact``, each (receiver, sender, tag) gets a channel id: per tile of
+    2**``shift`` receivers, their receives, then the sends filed under the tile, in a
+    hash table of ``widest_tile`` entries at most. Without, the channels are the
+    receiving hosts (:func:`lay_out` wrote them).
     """
     p = offsets.size - 1
-    has_irequires = irequires.size > 0
-    _prefix(succ_offsets)
-    if has_irequires:
-        _prefix(isucc_offsets)
+    if not exact:
+        return p
     capacity = 4
     while capacity < 2 * widest_tile:
         capacity *= 2
-    slot_receiver = np.empty(capacity if exact else 0, dtype=np.int64)
-    slot_key = np.empty(capacity if exact else 0, dtype=np.int64)
-    slot_id = np.full(capacity if exact else 0, -1, dtype=np.int64)
-    used = np.empty(capacity if exact else 0, dtype=np.int64)
+    slot_receiver = np.empty(capacity, dtype=np.int64)
+    slot_key = np.empty(capacity, dtype=np.int64)
+    slot_id = np.full(capacity, -1, dtype=np.int64)
+    used = np.empty(capacity, dtype=np.int64)
     mask = capacity - 1
     count = 0
     first = np.empty(1 << shift, dtype=np.int64)
     stop = np.empty(1 << shift, dtype=np.int64)
     for r0 in range(0, p, 1 << shift):
-        ranks, steps = _tile(offsets, r0, shift, first, stop)
+        ranks, _ = _tile(offsets, r0, shift, first, stop)
         n_used = 0
-        for k in range(steps):
-            for q in range(ranks):
-                i = first[q] + k
-                if i >= stop[q]:
-                    continue
-                j = placement[i]
-                for e in range(requires_offsets[i], requires_offsets[i + 1]):
-                    b = placement[requires[e]] + 1
-                    f = succ_offsets[b]
-                    succ[f] = j
-                    succ_offsets[b] = f + 1
-                if has_irequires:
-                    for e in range(irequires_offsets[i], irequires_offsets[i + 1]):
-                        b = placement[irequires[e]] + 1
-                        f = isucc_offsets[b]
-                        isucc[f] = j
-                        isucc_offsets[b] = f + 1
-                if exact and kind[i] == _RECV:
+        for q in range(ranks):  # rank by rank: the schedule's order
+            for i in range(first[q], stop[q]):
+                if kind[i] == _RECV:
                     key = (np.int64(peer[i]) << 32) | tag[i]
-                    channel[j], n_used, count = _channel_id(
+                    channel[placement[i]], n_used, count = _channel_id(
                         r0 + q, key, mask, slot_receiver, slot_key, slot_id, used, n_used,
                         count)
-        if not exact:
-            continue
         for f in range(filed_offsets[r0 >> shift], filed_offsets[(r0 >> shift) + 1]):
             channel[filed_index[f]], n_used, count = _channel_id(
                 filed_receiver[f], filed_key[f], mask, slot_receiver, slot_key, slot_id, used,
