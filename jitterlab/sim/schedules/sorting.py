@@ -135,11 +135,11 @@ def std_sort(buf, first, last, kind):
     n = last - first
     if n < 2:
         return
-    depth = 0
-    while (1 << (depth + 1)) <= n:
-        depth += 1
-    _introsort_loop(buf, first, last, 2 * depth, kind)
-    if n > _THRESHOLD:
+    if n > _THRESHOLD:  # else the introsort loop does nothing (and its stack is not made)
+        depth = 0
+        while (1 << (depth + 1)) <= n:
+            depth += 1
+        _introsort_loop(buf, first, last, 2 * depth, kind)
         _insertion_sort(buf, first, first + _THRESHOLD, kind)
         for i in range(first + _THRESHOLD, last):
             _linear_insert(buf, i, kind)
