@@ -15,6 +15,8 @@ import re
 import sys
 import types
 
+from sphinx.search.en import SearchEnglish
+
 import jitterlab
 
 # myst-nb reads notebooks with nbformat, which imports jsonschema; jsonschema imports
@@ -131,6 +133,26 @@ html_last_updated_fmt = None
 html_show_sourcelink = True
 
 
+class EnglishStemmedOnce(SearchEnglish):
+    """Sphinx's English search index with each word stemmed once per build, not once per page.
+
+    Sphinx keeps the stems of one page only, so the Porter stemmer (pure Python) ran 52 058 times
+    over the 278 pages: 8.6 % of the build's CPU time (cProfile, 2026-11-26). A stem depends
+    on the word alone, so the index is the same.
+    """
+
+    def __init__(self, options: dict[str, str]) -> None:
+        super().__init__(options)
+        self.stems: dict[str, str] = {}
+
+    def stem(self, word: str) -> str:
+        stemmed = self.stems.get(word)
+        if stemmed is None:
+            stemmed = self.stems[word] = super().stem(word)
+        return stemmed
+
+
 def setup(app):
+    app.add_search_language(EnglishStemmedOnce)  # replaces "en", the site's language
     # priority below numpydoc's (500), so the docstring is escaped before numpydoc parses it
     app.connect("autodoc-process-docstring", _escape_absolute_values, priority=400)
