@@ -280,8 +280,8 @@ class old_tree_kernel:  # noqa: N801 - used as ``with old_tree_kernel():``
 
     def __enter__(self):
         self.saved = {name: getattr(_simkernels, name) for name in self.names}
-        for name in self.names:  # the frozen kernel has no operation log (the last argument)
-            setattr(_simkernels, name, lambda *args: _old_run_tree_barrier(*args[:-1]))
+        for name in self.names:  # the frozen kernel has no operation log and no workspace
+            setattr(_simkernels, name, lambda *args: _old_run_tree_barrier(*args[:-2]))
 
     def __exit__(self, *exc):
         for name, kernel in self.saved.items():

@@ -208,7 +208,7 @@ def test_run_tree_barrier_matches_reference(n, fanout, cores_per_node, seed):
     phase_end = _simkernels.run_tree_barrier(
         table_of(jitter, gap), offsets, work, phases, fanout, send, recv, latency,
         intra if cores_per_node else latency, cores_per_node or 0, tree_bounds(n, fanout),
-        compute, ends, np.zeros((0, 0, 0)))
+        compute, ends, np.zeros((0, 0, 0)), np.zeros(0))
     np.testing.assert_array_equal(np.diff(phase_end, prepend=0.0),
                                   reference["phase_time"].values)
     np.testing.assert_array_equal(compute, reference["compute_time"].values)
@@ -266,7 +266,9 @@ def test_run_tree_barrier_matches_the_kernel_before_issue_13(old_tree_barrier, t
     numba.set_num_threads(threads)
     try:
         outputs = []
-        for kernel, extra in ((_simkernels.run_tree_barrier, (np.zeros((0, 0, 0)),)),
+        # the new kernel also with a used workspace of garbage (kept memory between calls)
+        workspace = rng.normal(size=5 * n + 3)
+        for kernel, extra in ((_simkernels.run_tree_barrier, (np.zeros((0, 0, 0)), workspace)),
                               (old_tree_barrier, ())):
             compute, ends = np.zeros((phases, n)), np.zeros((phases, n))
             phase_end = kernel(table, offsets, work, phases, *costs, compute, ends, *extra)
@@ -287,7 +289,7 @@ def test_kernels_refuse_a_table_that_is_not_packed():
     with pytest.raises(ValueError, match="C-contiguous"):
         _simkernels.run_tree_barrier(table[:, :2].copy(), np.zeros(3), 1.0, 1, 2, 0.0, 0.0,
                                      0.0, 0.0, 0, tree_bounds(3, 2), np.zeros((0, 0)),
-                                     np.zeros((0, 0)), np.zeros((0, 0, 0)))
+                                     np.zeros((0, 0)), np.zeros((0, 0, 0)), np.zeros(0))
 
 
 @pytest.mark.parametrize(("n", "fanout", "cores_per_node"),
@@ -300,7 +302,7 @@ def test_noiseless_tree_is_the_tree_kernel_on_a_quiet_trace(n, fanout, cores_per
     ends, ends_quiet = np.zeros((6, n)), np.zeros((6, n))
     full = _simkernels.run_tree_barrier(quiet, np.zeros(n), 1e-4, 6, *costs,
                                         tree_bounds(n, fanout), np.zeros((6, n)), ends_quiet,
-                                        np.zeros((0, 0, 0)))
+                                        np.zeros((0, 0, 0)), np.zeros(0))
     lean, change = _simkernels.noiseless_tree(n, 1e-4, 6, *costs, tree_bounds(n, fanout),
                                               ends)
     np.testing.assert_array_equal(lean, full)

@@ -515,7 +515,8 @@ def test_one_thread_kernels_give_the_parallel_kernels_numbers(fanout, cores_per_
     for kernel in (_simkernels.run_tree_barrier, _simkernels.run_tree_barrier_one_thread):
         compute, end = np.zeros((phases, n)), np.zeros((phases, n))
         ops = np.full((phases, n, 2 * fanout + 3), np.nan)
-        outputs.append((kernel(table, offsets, *args, compute, end, ops), compute, end, ops))
+        outputs.append((kernel(table, offsets, *args, compute, end, ops, np.zeros(0)), compute,
+                        end, ops))
     for parallel, one in zip(*outputs, strict=True):
         np.testing.assert_array_equal(parallel, one)
     assert float(outputs[0][0][-1]) > 3 * table[-1, 0]  # the dividing path ran too
@@ -531,3 +532,32 @@ def test_one_thread_kernels_give_the_parallel_kernels_numbers(fanout, cores_per_
                  for kernel in (_simkernels.noiseless_tree, _simkernels.noiseless_tree_one_thread)]
     np.testing.assert_array_equal(noiseless[0][0], noiseless[1][0])
     assert noiseless[0][1] == noiseless[1][1]
+
+
+def test_tree_workspace_is_kept_per_thread_and_capped():
+    import threading
+
+    from jitterlab.sim.barriers import _KEPT_WORKSPACE, tree_workspace
+    from jitterlab.sim.tree_kernels import WORKSPACE_PER_TASK
+
+    first = tree_workspace(1000)
+    assert first.size >= WORKSPACE_PER_TASK * 1000
+    assert tree_workspace(10) is first  # a smaller run reuses it
+    other = []
+    thread = threading.Thread(target=lambda: other.append(tree_workspace(1000)))
+    thread.start()
+    thread.join()
+    assert other[0] is not first  # each thread has its own: runs on threads share nothing
+    too_large = _KEPT_WORKSPACE // WORKSPACE_PER_TASK + 1
+    assert tree_workspace(too_large).size == 0  # the kernel then allocates for itself
+    assert tree_workspace(1000) is first
+
+
+def test_tree_runs_in_turn_with_a_kept_workspace_give_the_same_numbers():
+    rng = np.random.default_rng(3)
+    trace = jl.Trace(jitter=rng.exponential(1e-5, 300), gap=rng.exponential(1e-3, 300))
+    barrier = jl.TreeBarrier(send=1e-6, recv=2e-6, latency=5e-6)
+    runs = [jl.simulate(trace, n=n, work=1e-3, phases=3, barrier=barrier, rng=5,
+                        detail=True) for n in (5000, 300, 5000)]
+    for name in ("phase_time", "compute_time", "wait_time"):
+        np.testing.assert_array_equal(runs[0][name].values, runs[2][name].values)

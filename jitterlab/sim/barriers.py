@@ -8,6 +8,7 @@ give the shape of its breadth-first complete tree, which Theorem 1
 
 from __future__ import annotations
 
+import threading
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -18,8 +19,9 @@ from . import replay_kernels
 from .message import Message
 from .replay import one_thread_or
 from .replay_kernels import PARALLEL_MIN_TASKS
+from .tree_kernels import WORKSPACE_PER_TASK
 
-__all__ = ["TreeBarrier", "tree_depth", "tree_levels", "check_fanout"]
+__all__ = ["TreeBarrier", "tree_depth", "tree_levels", "check_fanout", "tree_workspace"]
 
 
 def check_fanout(fanout) -> int:
@@ -173,10 +175,32 @@ class TreeBarrier:
             phase_end = kernel(
                 table, offsets, work, phases, fanout, float(self.send), float(self.recv),
                 float(self.latency), float(intra), int(self.cores_per_node or 0),
-                tree_levels(n_tasks, fanout), compute, end_times, op_ends)
+                tree_levels(n_tasks, fanout), compute, end_times, op_ends,
+                tree_workspace(n_tasks))
         theta = np.diff(phase_end, prepend=0.0)
         return (theta, (compute if detail else None), (end_times if detail else None),
                 (op_ends if ops else None))
+
+
+#: most float64 values of tree-kernel state kept per thread between calls (64 MB: runs of up
+#: to about 1.6 million tasks reuse it)
+_KEPT_WORKSPACE = 2**23
+_workspaces = threading.local()
+
+
+def tree_workspace(n_tasks: int) -> np.ndarray:
+    """Memory for the tree kernel's state of ``n_tasks`` tasks, kept per thread for the next
+    call: a call of 65 535 tasks otherwise asks the system for 2.6 MB of fresh memory, about
+    640 page faults (issue #20). Runs too large to keep get memory of their own."""
+    needed = WORKSPACE_PER_TASK * n_tasks
+    kept = getattr(_workspaces, "buffer", None)
+    if kept is not None and kept.size >= needed:
+        return kept
+    if needed > _KEPT_WORKSPACE:
+        return np.empty(0)
+    _workspaces.buffer = np.empty(min(max(needed, 2 * (0 if kept is None else kept.size)),
+                                      _KEPT_WORKSPACE))
+    return _workspaces.buffer
 
 
 def tree_levels(n: int, fanout: int) -> np.ndarray:

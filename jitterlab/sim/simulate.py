@@ -34,20 +34,6 @@ __all__ = ["TreeBarrier", "simulate", "draw_offsets", "tree_levels"]
 _CHUNKS = 64  # fixed work split, so results never depend on the number of threads
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 def _run(table, offsets, work, phases, barrier, detail, ops=False):
     """Phase times, compute times, end times and operation ends of one configuration [s].
 

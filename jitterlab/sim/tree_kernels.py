@@ -30,7 +30,7 @@ from .trace_walk import (
 )
 
 __all__ = ["run_tree_barrier", "noiseless_tree", "run_tree_barrier_one_thread",
-           "noiseless_tree_one_thread", "hop_latency"]
+           "noiseless_tree_one_thread", "hop_latency", "WORKSPACE_PER_TASK"]
 
 
 @numba.njit(cache=True, inline="always")
@@ -45,6 +45,7 @@ _SPANS_PER_ROW = 8  # most spans of the trace per row in the start-row search
 _BLOCK = 256  # tasks whose operations the tree kernel interleaves
 _PIECE = 8192  # most tasks of a subtree that the tree kernel walks as one piece
 _WORKERS = 64  # most threads that share the subtrees of a phase
+WORKSPACE_PER_TASK = 5  # float64 values of state per task of the tree kernel
 
 
 @numba.njit(cache=True, parallel=True)
@@ -279,7 +280,7 @@ def _subtree(address, n_rows, table, root, state, costs, shape, phase, phases,
 @numba.njit(cache=True, parallel=True)
 def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
                      latency, intra_latency, node_size, level_bounds, compute_out, end_out,
-                     ops_out):
+                     ops_out, workspace):
     """Phases of ``work``, each closed by a reduce and a broadcast on a complete tree.
 
     Tasks are numbered breadth-first (children of i: fanout·i + 1 ... fanout·i +
@@ -306,21 +307,28 @@ def run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
     and ``ops_out[phase, task, op]`` (when not empty) with the end of each operation:
     op 0 the compute, 1 + q the receive from child q, 1 + fanout the send to the parent,
     2 + fanout the receive from the parent, 3 + fanout + q the send to child q.
+
+    ``workspace`` (float64, at least ``WORKSPACE_PER_TASK`` values per task, else it is not
+    used) holds the kernel's state: a caller that keeps it for the next call saves the
+    kernel from asking the system for fresh memory each time (a page fault per 4 kB).
     """
     n_tasks = offsets.size
     n_levels = level_bounds.size - 1
     address = table_address(table)
     n_rows = table.shape[0] - 1
-    if max(n_tasks * fanout, n_rows) >= 2**31:
-        raise ValueError("the tree kernel indexes tasks and trace rows with 32-bit integers")
     # per task: its start in the trace, its end of the phase before, its clock within the
     # phase, the time of its last message (its reduce message's arrival at the parent, then
     # the parent's broadcast send to it), the trace row it is at and how many rows its last
-    # compute spanned (to start the finish search)
-    hint = np.empty(n_tasks, dtype=np.int64)
+    # compute spanned (to start the finish search), the last two as int64 in float64 rows
+    if workspace.size >= WORKSPACE_PER_TASK * n_tasks:
+        space = workspace[:WORKSPACE_PER_TASK * n_tasks].reshape((WORKSPACE_PER_TASK, n_tasks))
+    else:
+        space = np.empty((WORKSPACE_PER_TASK, n_tasks))
+    hint, span = space[3].view(np.int64), space[4].view(np.int64)
     _start_rows(address, n_rows, offsets, hint)
-    state = (offsets, np.zeros(n_tasks), np.empty(n_tasks), np.empty(n_tasks), hint,
-             np.zeros(n_tasks, dtype=np.int64))
+    space[0] = 0.0
+    span[:] = 0
+    state = (offsets, space[0], space[1], space[2], hint, span)
     period = row_value(address, n_rows, START)
     costs = (float(work), float(send), float(recv), float(latency), float(intra_latency),
              tie_bound(work, period), tie_bound(send, period), tie_bound(recv, period), period)
