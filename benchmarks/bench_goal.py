@@ -29,10 +29,10 @@ Printed: wall times, the ratio to LogGOPSim, operations and events per second; t
 of the same first calls into the set-up (``prepare_arguments``), the event loop
 (``kernel.simulate_arrays``) and the rest (checks, result), timed by wrappers around those
 two steps inside the timed calls (so the split adds up to the whole call); and memory: the
-Schedule's arrays per operation, the kept layout per operation, and the peak resident
-memory a first call adds (VmHWM, reset before the call, in a fresh child process) per
-operation. ``--busy`` runs one ``python3 -c "while True: pass"`` at normal priority beside
-the measurements (killed at the end).
+Schedule's arrays per operation, the kept layout per operation (its arrays' sizes), and the
+peak resident memory a first call adds (VmHWM, reset before the call, in a fresh child
+process) per operation. ``--busy`` runs one ``python3 -c "while True: pass"`` at normal
+priority beside the measurements (killed at the end).
 
 Timing-sensitive: run it under the team's measurement lock, at normal priority::
 
@@ -85,10 +85,15 @@ def child_memory(name: str) -> None:
     Path("/proc/self/clear_refs").write_text("5")  # the peak so far (the generator's) is reset
     before = vm_kib("VmRSS")
     jl.simulate_schedule(schedule, params)
-    laid = arguments.schedule_layout(schedule)
-    own = {id(getattr(schedule, name)) for name in arguments.COLUMNS}
-    kept = sum(a.nbytes for a in laid if isinstance(a, np.ndarray) and a.base is None
-               and id(a) not in own)
+    def root(array):
+        while isinstance(array.base, np.ndarray):
+            array = array.base
+        return array
+
+    own = {id(root(getattr(schedule, name))) for name in arguments.COLUMNS}
+    buffers = {id(root(a)): root(a) for a in arguments.schedule_layout(schedule)
+               if isinstance(a, np.ndarray)}
+    kept = sum(a.nbytes for key, a in buffers.items() if key not in own)
     print(json.dumps({"added_kib": vm_kib("VmHWM") - before, "kept_bytes": kept,
                       "schedule_bytes": schedule.nbytes, "operations": schedule.n_operations}))
 
@@ -218,8 +223,9 @@ def measure(args, params, prepared, busy: bool) -> None:
               f"{loggopsim_s / kept:.2f}x, {n / kept / 1e6:.2f} M operations/s; in order: "
               + ", ".join(f"{w:.3f}" for w, _, _ in again))
         print(f"  memory: schedule {memory['schedule_bytes'] / n:.1f} B/operation; kept "
-              f"layout {memory['kept_bytes'] / n:.1f} B/operation; a first call's peak adds "
-              f"{memory['added_kib'] * 1024 / n:.1f} B/operation")
+              f"layout {memory['kept_bytes'] / n:.1f} B/operation (its arrays' sizes, pages "
+              f"never written included); a first call's peak adds "
+              f"{memory['added_kib'] * 1024 / n:.1f} B/operation (resident)")
     print(f"load after: {Path('/proc/loadavg').read_text().strip()}")
 
 
