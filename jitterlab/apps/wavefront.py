@@ -115,8 +115,9 @@ def _check_simulation_size(workload, runs, detail, events, law, on_arrival, allo
                  change, allow_large)
 
 
-#: an event-driven run with more rank-blocks than this (about 10 s at 0.5 µs each, faster
-#: than this kernel runs on a quiet machine) is timed on a small grid first [-]
+#: an event-driven run with more rank-blocks than this (about 2 s at the 0.1 µs each that
+#: the kernel takes on a quiet machine without noise, 64 × 64 ranks) is timed on a small
+#: grid first [-]
 _ON_ARRIVAL_TIMED_ABOVE = 2e7
 #: the small grid that times the event-driven kernel: 16 × 16 ranks, 4 blocks, 4 sweeps
 _ON_ARRIVAL_PROBE = (16, 16, 4)
@@ -124,7 +125,7 @@ _ON_ARRIVAL_PROBE = (16, 16, 4)
 
 def _on_arrival_seconds_per_rank_block(workload) -> float:
     """Time of the event-driven kernel per rank and block, on this machine now [s]: the
-    best of two noiseless runs of a 16 × 16 grid (about 10 ms each on a quiet machine)."""
+    best of two noiseless runs of a 16 × 16 grid (about 1 ms each on a quiet machine)."""
     import time
 
     px, py, blocks = _ON_ARRIVAL_PROBE
