@@ -2,9 +2,12 @@
 
 The MPI run is short (two ranks, a hundred round trips and a few hundred barriers)
 and checks what must hold on any machine: the structure and units of the file, τ positive
-and finite, the chunks, no overwrite without --force, and clear errors for bad input.
+and finite, the chunks, no overwrite without --force, and clear errors for bad input. The
+command lines run in two MPI jobs (tests/mpi_jobs.py), one of two ranks and one of one;
+only the killed run is a launch of its own.
 """
 
+import hashlib
 import math
 import os
 import signal
@@ -16,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
+from mpi_jobs import Call
 from test_pb import (
     HAVE_MPI4PY,
     MPI_TIMEOUT,
@@ -45,30 +49,93 @@ BARRIERS = BARRIER_CHUNK + 100  # two chunks of barriers
 CLI = ("import sys; from jitterlab.measure import latency; "
        f"latency._BARRIER_CHUNK = {BARRIER_CHUNK}; "
        "from jitterlab.cli import main; sys.exit(main(sys.argv[1:]))")
+#: the same in a job of tests/mpi_jobs.py
+IN_CHUNKS = {"jitterlab.measure.latency:_BARRIER_CHUNK": BARRIER_CHUNK}
+#: the limit on a run's planned duration lowered to 1 ms: the warm-up plans more than that
+LOW_LIMIT = {"jitterlab.base.limits:MAX_PLANNED_SECONDS": 1e-3}
+
+
+def latency_arguments(output, *options) -> tuple:
+    """The command line of a run, after ``jitterlab``."""
+    return ("measure", "latency", "--output", str(output), "--no-progress", *options)
 
 
 def latency_command(output, *options, ranks=2):
-    return [MPIEXEC, "-n", str(ranks), sys.executable, "-c", CLI, "measure",
-            "latency", "--output", str(output), "--no-progress", *options]
+    return [MPIEXEC, "-n", str(ranks), sys.executable, "-c", CLI,
+            *latency_arguments(output, *options)]
 
 
-def run_latency(output, *options, ranks=2):
-    return subprocess.run(latency_command(output, *options, ranks=ranks), capture_output=True,
-                          text=True, timeout=MPI_TIMEOUT, cwd=Path(output).parent)
+#: the calls refused with a clear error: (ranks, options, message), and with 1 rank, the
+#: outputs that are not netCDF files (each in a folder of its own, left empty)
+BAD_INPUT = [
+    (1, ["--round-trips", "0"], "round_trips must be >= 1, got 0"),
+    (1, ["--barriers", "-5"], "barriers must be >= 1, got -5"),
+    (1, [], "needs at least 2 MPI ranks"),
+    (2, ["--barriers", "0"], "barriers must be >= 1"),
+]
+NOT_NETCDF = ["l.csv", "l.nc.gz"]
+
+
+def _bad_input_calls(directory, ranks) -> dict:
+    calls = {}
+    for index, (needs, options, _) in enumerate(BAD_INPUT):
+        if needs == ranks:
+            folder = directory / f"bad{index}"
+            folder.mkdir()
+            calls[f"bad{index}"] = (folder, Call(latency_arguments(folder / "l.nc", *options),
+                                                 settings=IN_CHUNKS, status=2))
+    for name in NOT_NETCDF if ranks == 1 else []:
+        folder = directory / name
+        folder.mkdir()
+        calls[name] = (folder, Call(latency_arguments(folder / name), settings=IN_CHUNKS,
+                                    status=2))
+    return calls
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    """One 2-rank run: (output, process, Dataset)."""
+def runs(tmp_path_factory):
+    """The 2-rank calls, in one MPI job: the run ("latency"), the same run refused on its
+    file ("refused"), a run refused by the lowered limit ("over_limit") and the same allowed
+    with JITTERLAB_ALLOW_LARGE=1 ("allowed"), and the 2-rank bad input: (output or
+    folder, CallResult) by name."""
     if not (X86 and HAVE_MPI4PY and MPIEXEC):
         pytest.skip("needs an x86 timestamp counter, mpi4py and mpiexec")
 
-    def commands(directory):
+    def calls(directory):
         output = directory / "latency.nc"
-        return {"latency": (output, latency_command(
-            output, "--round-trips", str(ROUND_TRIPS), "--barriers", str(BARRIERS)))}
+        limited, allowed = directory / "limited", directory / "allowed"
+        limited.mkdir()
+        allowed.mkdir()
+        return {
+            "latency": (output, Call(latency_arguments(
+                output, "--round-trips", str(ROUND_TRIPS), "--barriers", str(BARRIERS)),
+                settings=IN_CHUNKS)),
+            "refused": (output, Call(latency_arguments(output), settings=IN_CHUNKS,
+                                     digests=(output,), status=2)),
+            "over_limit": (limited, Call(latency_arguments(limited / "l.nc"),
+                                         settings=LOW_LIMIT, status=2)),
+            "allowed": (allowed / "l.nc", Call(latency_arguments(
+                allowed / "l.nc", "--round-trips", "50", "--barriers", "50"),
+                settings=LOW_LIMIT, environment={"JITTERLAB_ALLOW_LARGE": "1"})),
+            **_bad_input_calls(directory, 2)}
 
-    output, process = runs_once(tmp_path_factory, "latency", commands)["latency"]
+    return runs_once(tmp_path_factory, "latency", calls)
+
+
+@pytest.fixture(scope="module")
+def one_rank(tmp_path_factory):
+    """The 1-rank calls of BAD_INPUT and NOT_NETCDF, in one MPI job: (folder, CallResult)
+    by name."""
+    if not (X86 and HAVE_MPI4PY and MPIEXEC):
+        pytest.skip("needs an x86 timestamp counter, mpi4py and mpiexec")
+    return runs_once(tmp_path_factory, "latency-one-rank",
+                     lambda directory: _bad_input_calls(directory, 1), ranks=1)
+
+
+@pytest.fixture(scope="module")
+def run(runs):
+    """The 2-rank run: (output, CallResult, Dataset)."""
+    output, process = runs["latency"]
     return output, process, latency.read_latency(output)
 
 
@@ -127,13 +194,11 @@ def test_tau_is_positive_finite_and_below_the_round_trip(run):
 
 
 @needs_mpi
-def test_no_overwrite_without_force(run):
-    output, _, _ = run
-    before = output.read_bytes()
-    process = run_latency(output)
-    assert process.returncode == 2
+def test_no_overwrite_without_force(runs):
+    output, process = runs["refused"]  # the run's file, run again
+    assert process.returncode == 2 and process.statuses == [2, 2]
     assert process.stderr.count("exists; pass --force") == 1  # rank 0 only
-    assert output.read_bytes() == before
+    assert process.digests == {str(output): hashlib.sha256(output.read_bytes()).hexdigest()}
 
 
 @needs_mpi
@@ -185,17 +250,15 @@ def test_info_summarises_a_latency_file(run, capsys):
 
 
 @needs_mpi
-@pytest.mark.parametrize(("ranks", "options", "message"), [
-    (1, ["--round-trips", "0"], "round_trips must be >= 1, got 0"),
-    (1, ["--barriers", "-5"], "barriers must be >= 1, got -5"),
-    (1, [], "needs at least 2 MPI ranks"),
-    (2, ["--barriers", "0"], "barriers must be >= 1"),
-])
-def test_bad_input_gives_a_clear_error(tmp_path, ranks, options, message):
-    process = run_latency(tmp_path / "l.nc", *options, ranks=ranks)
-    assert process.returncode == 2
+@pytest.mark.parametrize(("index", "ranks", "message"),
+                         [(index, ranks, message)
+                          for index, (ranks, _, message) in enumerate(BAD_INPUT)])
+def test_bad_input_gives_a_clear_error(request, index, ranks, message):
+    folder, process = request.getfixturevalue("one_rank" if ranks == 1 else "runs")[
+        f"bad{index}"]
+    assert process.returncode == 2 and process.statuses == [2] * ranks
     assert process.stderr.count(message) == 1, process.stderr  # rank 0 only
-    assert list(tmp_path.iterdir()) == []
+    assert list(folder.iterdir()) == []
 
 
 def test_non_integer_count_is_a_usage_error(tmp_path, capsys):
@@ -208,11 +271,12 @@ def test_non_integer_count_is_a_usage_error(tmp_path, capsys):
 
 
 @needs_mpi
-@pytest.mark.parametrize("name", ["l.csv", "l.nc.gz"])
-def test_output_must_be_netcdf(tmp_path, name):
-    process = run_latency(tmp_path / name, ranks=1)
+@pytest.mark.parametrize("name", NOT_NETCDF)
+def test_output_must_be_netcdf(one_rank, name):
+    folder, process = one_rank[name]
     assert process.returncode == 2
     assert f"cannot tell the output format from {name!r}" in process.stderr
+    assert list(folder.iterdir()) == []
 
 
 # --------------------------------------------------------------------------------------
@@ -247,23 +311,14 @@ def test_allow_large_lifts_the_duration_limit_but_not_for_ever():
 
 
 @needs_mpi
-def test_a_real_run_over_the_limit_is_refused_on_every_rank_before_it_stores(tmp_path):
+def test_a_real_run_over_the_limit_is_refused_on_every_rank_before_it_stores(runs):
     # the limit lowered to 1 ms in both ranks: the warm-up plans more than that
-    output = tmp_path / "l.nc"
-    code = ("import sys, jitterlab.base.limits as limits; limits.MAX_PLANNED_SECONDS = 1e-3; "
-            "from jitterlab.cli import main; sys.exit(main(sys.argv[1:]))")
-    command = [MPIEXEC, "-n", "2", sys.executable, "-c", code, "measure", "latency",
-               "--output", str(output), "--no-progress"]
-    process = subprocess.run(command, capture_output=True, text=True, timeout=MPI_TIMEOUT,
-                             cwd=tmp_path)
-    assert process.returncode == 2, process.stderr
+    folder, process = runs["over_limit"]
+    assert process.returncode == 2 and process.statuses == [2, 2], process.stderr
     assert process.stderr.count("at the warm-up's") == 1, process.stderr  # rank 0 only
     assert "more than the 1 ms allowed" in process.stderr
-    assert list(tmp_path.iterdir()) == []
-    allowed = subprocess.run(command + ["--round-trips", "50", "--barriers", "50"],
-                             capture_output=True, text=True, timeout=MPI_TIMEOUT,
-                             cwd=tmp_path,
-                             env={**os.environ, "JITTERLAB_ALLOW_LARGE": "1"})
+    assert list(folder.iterdir()) == []
+    output, allowed = runs["allowed"]  # the same limit, with JITTERLAB_ALLOW_LARGE=1
     assert allowed.returncode == 0, allowed.stderr
     assert latency.read_latency(output).sizes["exchange"] == 50
 

@@ -2,7 +2,9 @@
 
 Four short runs under MPI (2 ranks, 100 to 160 phases of 0.5 ms): with the barrier and the
 noise injector, cut into several chunks, with the allreduce and no injector, and both with
-the collectives polled. The
+the collectives polled; then a run refused on a taken file and two with a small buffer of
+interruption records, all seven in one MPI job (tests/mpi_jobs.py: as seven launches they took
+29.5 CPU-s, mostly each rank's start; as one job 9.1 CPU-s, the same batch). The
 checks hold on any machine: the event trace validates; every compute interval holds the
 work plus its recorded noise and no more (the loop ends at the first read after `work`
 of undisturbed steps); the injected detours are exactly those the seeded schedule puts
@@ -12,18 +14,19 @@ phase between the smallest and the largest noise of a rank). Without MPI: bad ar
 a store whose last chunk is missing or damaged, files that are not BSP runs.
 """
 
+import hashlib
 import importlib.util
 import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from test_pb import MPI_TIMEOUT, runs_once
+from mpi_jobs import Call
+from test_pb import runs_once
 
 import jitterlab as jl
 from jitterlab.io import chunks as _chunks
@@ -62,26 +65,49 @@ RUNS = {
 }
 
 
-def bsp_command(output, phases, *options):
-    return [MPIEXEC, "-n", "2", sys.executable, "-m", "jitterlab.cli", "measure", "bsp",
-            "--phases", str(phases), "--work", str(WORK), "-o", str(output), "--no-progress",
-            *options]
+#: the runs with room for only this many interruption records per rank and call of the
+#: kernel (bsp._EVENTS_MIN = bsp._EVENTS_MAX), a dense injector (about 13 detours per phase,
+#: WORK / 10 apart) and their phases
+SMALL_BUFFERS = {256: 40, 4: 10}
+
+
+def bsp_arguments(output, phases, *options) -> tuple:
+    """The command line of a run, after ``jitterlab``."""
+    return ("measure", "bsp", "--phases", str(phases), "--work", str(WORK), "-o", str(output),
+            "--no-progress", *options)
+
+
+def small_buffer_call(output, capacity, phases) -> Call:
+    """A run whose kernel has room for ``capacity`` interruption records per rank and call,
+    with a dense injector (about 13 detours per phase); it keeps its chunks."""
+    return Call(bsp_arguments(output, phases, "--inject-period", str(WORK / 10),
+                              "--inject-duration", str(WORK / 50), "--keep-chunks"),
+                settings={"jitterlab.measure.bsp:_EVENTS_MIN": capacity,
+                          "jitterlab.measure.bsp:_EVENTS_MAX": capacity})
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """(output, process, event trace, recorded Dataset) by name."""
+    """(output, CallResult, event trace, recorded Dataset) by name: the runs of RUNS, then
+    a run refused on the allreduce run's file ("refused", without trace and Dataset) and
+    the small-buffer runs ("buffer256", "buffer4"), all in one MPI job."""
     if not CAN_RUN:
         pytest.skip("needs an x86 timestamp counter, mpi4py and mpiexec")
 
-    def commands(directory):
-        return {name: (directory / f"{name}.nc",
-                       bsp_command(directory / f"{name}.nc", phases, *options))
+    def calls(directory):
+        done = {name: (directory / f"{name}.nc",
+                       Call(bsp_arguments(directory / f"{name}.nc", phases, *options)))
                 for name, (phases, options) in RUNS.items()}
+        taken = done["allreduce"][0]
+        done["refused"] = (taken, Call(bsp_arguments(taken, 10), digests=(taken,), status=2))
+        for capacity, phases in SMALL_BUFFERS.items():
+            output = directory / f"buffer{capacity}.nc"
+            done[f"buffer{capacity}"] = (output, small_buffer_call(output, capacity, phases))
+        return done
 
-    return {name: (output, process, jl.bench.read_bsp(output), bsp.read_dataset(output))
-            for name, (output, process) in runs_once(tmp_path_factory, "bsp",
-                                                     commands).items()}
+    return {name: (output, process, *((jl.bench.read_bsp(output), bsp.read_dataset(output))
+                                      if name != "refused" else (None, None)))
+            for name, (output, process) in runs_once(tmp_path_factory, "bsp", calls).items()}
 
 
 # --------------------------------------------------------------------------------------
@@ -270,13 +296,10 @@ def test_info_summarises_a_run_and_its_chunks(runs, capsys):
 
 @needs_mpi
 def test_no_overwrite_without_force(runs):
-    output, _, _, _ = runs["allreduce"]
-    before = output.read_bytes()
-    process = subprocess.run(bsp_command(output, 10), capture_output=True, text=True,
-                             timeout=MPI_TIMEOUT, cwd=output.parent)
-    assert process.returncode == 2
-    assert process.stderr.count("exists; pass --force") == 1
-    assert output.read_bytes() == before
+    output, process, _, _ = runs["refused"]  # the allreduce run's file, run again
+    assert process.returncode == 2 and process.statuses == [2, 2]
+    assert process.stderr.count("exists; pass --force") == 1  # rank 0 only
+    assert process.digests == {str(output): hashlib.sha256(output.read_bytes()).hexdigest()}
 
 
 # --------------------------------------------------------------------------------------
@@ -566,29 +589,11 @@ def test_interruptions_of_the_chunks_read_like_the_file(runs):
                                   jl.bench.read_bsp_interruptions(bsp.store_path(output)))
 
 
-_SMALL_BUFFER = """
-import sys
-from jitterlab.measure import bsp
-bsp._EVENTS_MIN = bsp._EVENTS_MAX = int(sys.argv[1])
-bsp.bsp_benchmark(int(sys.argv[2]), {work}, sys.argv[3], inject_period={period},
-                  inject_duration={duration}, progress=False, keep_chunks=True)
-"""
-
-
-def _run_small_buffer(directory, capacity, phases):
-    """A run whose kernel has room for ``capacity`` interruption records per rank and
-    call, with a dense injector (about 13 detours per phase); its Dataset and chunks."""
-    script = directory / "small_buffer.py"
-    script.write_text(_SMALL_BUFFER.format(work=WORK, period=WORK / 10,
-                                           duration=WORK / 50))
-    output = directory / f"buffer{capacity}.nc"
-    process = subprocess.run([MPIEXEC, "-n", "2", sys.executable, str(script),
-                              str(capacity), str(phases), str(output)],
-                             capture_output=True, text=True, timeout=MPI_TIMEOUT,
-                             cwd=directory)
-    assert process.returncode == 0, process.stderr
+def _small_buffer_run(runs, capacity):
+    """The Dataset and chunks of the run with room for ``capacity`` records (SMALL_BUFFERS)."""
+    output, _, _, dataset = runs[f"buffer{capacity}"]
     _, chunks = _chunks.read_store(bsp.store_path(output), kind="bsp")
-    return bsp.read_dataset(output), chunks
+    return dataset, chunks
 
 
 def _check_lost_records(dataset, chunks, capacity):
@@ -609,15 +614,14 @@ def _check_lost_records(dataset, chunks, capacity):
 
 
 @needs_mpi
-def test_a_small_buffer_cuts_the_chunks_short(tmp_path):
+def test_a_small_buffer_cuts_the_chunks_short(runs):
     # room for 256 records: a chunk holds as many phases as fill half of it at the most
     # interruptions per phase so far (about 13 detours each, 12 expected from the start):
     # at most 10, where one second of chunk would have held all 40. Records are lost
     # only if a chunk meets more than 256 (a preemption of milliseconds makes the
     # injector catch up on every detour that fell due meanwhile): counted exactly.
-    phases = 40
-    dataset, chunks = _run_small_buffer(tmp_path, 256, phases)
-    assert dataset.sizes["phase"] == phases
+    dataset, chunks = _small_buffer_run(runs, 256)
+    assert dataset.sizes["phase"] == SMALL_BUFFERS[256] == 40
     assert dataset.attrs["chunks"] == len(chunks) >= 4
     assert max(chunk["compute_start"].shape[1] for chunk in chunks) <= 10
     if not _check_lost_records(dataset, chunks, 256).any():
@@ -625,11 +629,11 @@ def test_a_small_buffer_cuts_the_chunks_short(tmp_path):
 
 
 @needs_mpi
-def test_records_that_do_not_fit_are_counted_as_lost(tmp_path):
+def test_records_that_do_not_fit_are_counted_as_lost(runs):
     # room for 4 records: one phase per chunk, and every phase (about 13 detours)
     # overflows the buffer alone
-    dataset, chunks = _run_small_buffer(tmp_path, 4, 10)
-    assert len(chunks) == 10
+    dataset, chunks = _small_buffer_run(runs, 4)
+    assert len(chunks) == SMALL_BUFFERS[4] == 10
     lost = _check_lost_records(dataset, chunks, 4)
     assert np.all(lost > 0)
     durations = _sums_by_kind(dataset)

@@ -3,11 +3,14 @@
 The MPI runs are short (0.5 s of measurement, two ranks) and check what must hold on any
 machine: the structure and units of the result, iteration = compute + barrier per sample,
 compute >= the calibrated work, equal sample counts on every rank, the histograms against
-the samples, no overwrite without --force, and a killed run's completed chunks. The
-array-level pieces (histograms, chunks to Dataset) are checked by hand without MPI.
+the samples, no overwrite without --force, and a killed run's completed chunks. The two
+runs and the refused one are one MPI job (tests/mpi_jobs.py); the killed run is a launch of
+its own. The array-level pieces (histograms, chunks to Dataset) are checked by hand without
+MPI.
 """
 
 import fcntl
+import hashlib
 import importlib.util
 import json
 import os
@@ -22,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from mpi_jobs import Call, CallResult, run_job
 
 import jitterlab as jl
 from jitterlab.cli import main
@@ -43,10 +47,15 @@ DURATION = 0.5
 N_CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
+def pb_arguments(output, *options, duration=DURATION) -> tuple:
+    """The command line of a run, after ``jitterlab``."""
+    return ("measure", "pb", "--work", str(WORK), "--duration", str(duration), "--output",
+            str(output), "--no-progress", *options)
+
+
 def pb_command(output, *options, duration=DURATION):
-    return [MPIEXEC, "-n", "2", sys.executable, "-m", "jitterlab.cli", "measure", "pb",
-            "--work", str(WORK), "--duration", str(duration), "--output", str(output),
-            "--no-progress", *options]
+    return [MPIEXEC, "-n", "2", sys.executable, "-m", "jitterlab.cli",
+            *pb_arguments(output, *options, duration=duration)]
 
 
 #: how long a run under mpiexec may take before the test fails [s]: minutes on a busy
@@ -54,14 +63,10 @@ def pb_command(output, *options, duration=DURATION):
 MPI_TIMEOUT = 600
 
 
-def run_pb(output, *options):
-    return subprocess.run(pb_command(output, *options), capture_output=True, text=True,
-                          timeout=MPI_TIMEOUT, cwd=Path(output).parent)
-
-
-def runs_once(tmp_path_factory, name: str, commands) -> dict:
-    """The runs of ``commands(directory)`` (name -> (output file, command line)), each run
-    once per test session in ``directory``: ``{name: (output, CompletedProcess)}``.
+def runs_once(tmp_path_factory, name: str, calls, ranks: int = 2) -> dict:
+    """The calls of ``calls(directory)`` (run name -> (output file, :class:`Call`)), run
+    once per test session in one MPI job (:func:`mpi_jobs.run_job`) in ``directory``:
+    ``{run: (output, CallResult)}``.
 
     Under pytest-xdist the workers share the directory: the first worker to need the runs
     makes them under a lock while the other waits, then both read them (a module-scoped
@@ -75,20 +80,17 @@ def runs_once(tmp_path_factory, name: str, commands) -> dict:
         lock = open(directory.with_suffix(".lock"), "w")  # noqa: SIM115 (held below)
         fcntl.flock(lock, fcntl.LOCK_EX)
     try:
-        record = directory / "processes.json"
+        record = directory / "calls.json"
         if not record.exists():
             shutil.rmtree(directory, ignore_errors=True)  # a run that failed earlier
             directory.mkdir()
-            processes = {}
-            for run, (output, command) in commands(directory).items():
-                process = subprocess.run(command, capture_output=True, text=True,
-                                         timeout=MPI_TIMEOUT, cwd=directory)
-                assert process.returncode == 0, process.stderr
-                processes[run] = (str(output), command, process.stdout, process.stderr)
-            record.write_text(json.dumps(processes))
-        return {run: (Path(output), subprocess.CompletedProcess(command, 0, stdout, stderr))
-                for run, (output, command, stdout, stderr)
-                in json.loads(record.read_text()).items()}
+            planned = calls(directory)
+            done = run_job(MPIEXEC, {run: call for run, (_, call) in planned.items()},
+                           directory, ranks, MPI_TIMEOUT)
+            record.write_text(json.dumps({run: (str(output), vars(done[run]))
+                                          for run, (output, _) in planned.items()}))
+        return {run: (Path(output), CallResult(**result))
+                for run, (output, result) in json.loads(record.read_text()).items()}
     finally:
         if lock is not None:
             lock.close()
@@ -96,20 +98,22 @@ def runs_once(tmp_path_factory, name: str, commands) -> dict:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """Both Fig. 3/4 settings: (output, process, Dataset) by name."""
+    """Both Fig. 3/4 settings, then a run refused on the first one's file: (output,
+    CallResult, Dataset or None) by name."""
     if not (X86 and HAVE_MPI4PY and MPIEXEC):
         pytest.skip("needs an x86 timestamp counter, mpi4py and mpiexec")
 
-    def commands(directory):
-        return {name: (directory / f"{name}.nc",
-                       pb_command(directory / f"{name}.nc", *options))
-                for name, options in (("default", ["--chunk-seconds", "0.2"]),
-                                      ("quiet", ["--no-random-wait", "--no-broadcast",
-                                                 "--chunk-seconds", "0.2"]))}
+    def calls(directory):
+        done = {name: (directory / f"{name}.nc", Call(pb_arguments(
+            directory / f"{name}.nc", *options))) for name, options in (
+                ("default", ["--chunk-seconds", "0.2"]),
+                ("quiet", ["--no-random-wait", "--no-broadcast", "--chunk-seconds", "0.2"]))}
+        taken = done["default"][0]
+        done["refused"] = (taken, Call(pb_arguments(taken), digests=(taken,), status=2))
+        return done
 
-    return {name: (output, process, jl.bench.read_pb(output))
-            for name, (output, process) in runs_once(tmp_path_factory, "pb",
-                                                     commands).items()}
+    return {name: (output, process, jl.bench.read_pb(output) if name != "refused" else None)
+            for name, (output, process) in runs_once(tmp_path_factory, "pb", calls).items()}
 
 
 # --------------------------------------------------------------------------------------
@@ -202,13 +206,11 @@ def test_samples_add_up_and_histograms_count_them(runs, name):
 
 
 @needs_mpi
-def test_no_overwrite_without_force(runs, tmp_path):
-    output, _, _ = runs["default"]
-    before = output.read_bytes()
-    process = run_pb(output)
-    assert process.returncode == 2
+def test_no_overwrite_without_force(runs):
+    output, process, _ = runs["refused"]  # the default run's file, run again
+    assert process.returncode == 2 and process.statuses == [2, 2]
     assert process.stderr.count("exists; pass --force") == 1  # rank 0 only
-    assert output.read_bytes() == before
+    assert process.digests == {str(output): hashlib.sha256(output.read_bytes()).hexdigest()}
     assert not pb.store_path(output).exists()
 
 
