@@ -83,6 +83,18 @@ SHARED_FIXTURE_GROUPS = {
     "tests/test_attribution.py": ("tracefs", (
         "test_live_injected_thread_is_attributed_to_it",
         "test_live_hrtimer_driven_load_is_attributed_with_its_hrtimer")),
+    # module fixtures that ran once on each worker: `jitterlab reproduce` of two notebooks
+    # (2.8 CPU-s, twice in a -n 2 run), and the two-process Dask cluster (each worker
+    # process imports jitterlab; the first test on each worker waited 16-19 s for one)
+    "tests/test_cli.py": ("cli_reproduce", (
+        "test_reproduce_exit_status_and_message", "test_reproduce_writes_executed_notebook",
+        "test_reproduce_extracts_figure", "test_reproduce_keeps_failing_notebook",
+        "test_reproduce_summary")),
+    "tests/test_sweep.py": ("sweep_cluster", (
+        "test_two_workers_give_the_serial_dataset_bit_for_bit",
+        "test_several_points_per_task_give_the_same_dataset",
+        "test_montecarlo_max_of_n_on_two_workers_is_the_serial_one",
+        "test_failures_on_the_cluster_are_the_serial_ones")),
 }
 
 
