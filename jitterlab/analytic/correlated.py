@@ -39,6 +39,10 @@ _COMONOTONE = 1.0 - 1e-12
 _V_RANGE = 9.0
 #: draws handled at once when sampling (memory: this many × n normals)
 _CHUNK = 2 ** 20
+#: points x from which the copula's integrand is tabulated once per distinct level of a law
+_DISTINCT_FROM = 64
+#: values of log G(x, v) handled at once (2 MiB: faster than 32 MiB blocks, 27 against 60 ms)
+_CHUNK_VALUES = 2 ** 18
 
 
 def gaussian_rho(spearman):
@@ -208,15 +212,24 @@ class GaussianCopulaMax(MaxOfN):
         flat = z.reshape(len(models), -1)
         scale = math.sqrt(1 - self.rho)
         shift = math.sqrt(self.rho) * self._v
+        # c_k·log Φ((z − √ρ·v)/√(1 − ρ)) once per distinct z of each law: at the support
+        # points of measured laws a law takes far fewer distinct levels than there are
+        # points (notebook 08: 2 069 points, 1 261 and 809 levels), and log Φ is the cost
+        tables, rows = [], []
+        for k, count in enumerate(counts):
+            levels, row = (np.unique(flat[k], return_inverse=True)
+                           if flat.shape[1] >= _DISTINCT_FROM else (flat[k], None))
+            tables.append(count * special.log_ndtr((levels[:, None] - shift) / scale))
+            rows.append(row)
         cdf, survival = np.empty(flat.shape[1]), np.empty(flat.shape[1])
-        chunk = max(1, 4_000_000 // self._v.size)
+        chunk = max(1, _CHUNK_VALUES // self._v.size)  # a block of log G stays in cache
         for start in range(0, flat.shape[1], chunk):
-            block = flat[:, start:start + chunk]
-            log_g = np.zeros((block.shape[1], self._v.size))
-            for k, count in enumerate(counts):
-                log_g += count * special.log_ndtr((block[k][:, None] - shift) / scale)
-            cdf[start:start + chunk] = np.exp(log_g) @ self._weights
-            survival[start:start + chunk] = -np.expm1(log_g) @ self._weights
+            stop = min(start + chunk, flat.shape[1])
+            log_g = np.zeros((stop - start, self._v.size))
+            for table, row in zip(tables, rows, strict=True):
+                log_g += table[start:stop] if row is None else table[row[start:stop]]
+            cdf[start:stop] = np.exp(log_g) @ self._weights
+            survival[start:stop] = -np.expm1(log_g) @ self._weights
         return cdf.reshape(x.shape), survival.reshape(x.shape)
 
     def cdf(self, x):

@@ -55,15 +55,26 @@ class Piecewise(NoiseModel):
             raise ValueError("the weights must not all be zero")
         atom_w, seg_w = atom_w / total, seg_w / total
 
-        # knots: every atom and segment end; the continuous CDF is linear between knots
-        knots = np.unique(np.concatenate([atoms, low, high]))
-        density_change = np.zeros(knots.size)
-        np.add.at(density_change, np.searchsorted(knots, low), seg_w / (high - low))
-        np.add.at(density_change, np.searchsorted(knots, high), -seg_w / (high - low))
+        # knots: every atom and segment end; the continuous CDF is linear between knots.
+        # One sort gives the knots and the knot of each value (what np.unique and three
+        # searchsorted calls gave: the law of a 60 000-detour trace 67 -> 40 ms of CPU);
+        # bincount adds in the order np.add.at did: the lows, then the highs
+        values = np.concatenate([atoms, low, high])
+        order = np.argsort(values)
+        ordered = values[order]
+        first = np.empty(ordered.size, dtype=bool)
+        first[:1] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+        knots = ordered[first]
+        knot_of = np.empty(values.size, dtype=np.intp)
+        knot_of[order] = np.cumsum(first) - 1
+        at_atom, at_low, at_high = np.split(knot_of, [atoms.size, atoms.size + low.size])
+        density = seg_w / (high - low)
+        density_change = np.bincount(np.concatenate([at_low, at_high]),
+                                     np.concatenate([density, -density]), knots.size)
         density = np.cumsum(density_change)[:-1]  # on (knots[k], knots[k+1])
         piece_mass = np.clip(density, 0.0, None) * np.diff(knots)
-        mass_at = np.zeros(knots.size)
-        np.add.at(mass_at, np.searchsorted(knots, atoms), atom_w)
+        mass_at = np.bincount(at_atom, atom_w, knots.size)
         # tails from the top keep small probabilities precise
         # above_plus[k] = P(X > x_k); above_minus[k] = P(X >= x_k)
         above_plus = np.concatenate([np.cumsum((piece_mass + mass_at[1:])[::-1])[::-1], [0.0]])
