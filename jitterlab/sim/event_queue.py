@@ -9,27 +9,25 @@ time and a *key* = stamp << code bits | code, so comparing keys compares stamps.
   later time waits in bucket b = bit length of (time ^ last). A bucket is a list of
   *chunks* (rows of ``chunks``: :data:`CHUNK` times, :data:`CHUNK` keys, the next
   chunk, the fill), appended to in push order, so a bucket is read and written
-  sequentially, not node by node. When the fifo is empty, :func:`radix_spread` empties
+  sequentially, not node by node. When the fifo is empty, :func:`radix_take` empties
   the lowest non-empty bucket: its least time becomes ``last``, its events at that time
   fill the fifo and the others move to lower buckets. Each event costs O(1) amortized
   and the order is exactly a heap's on (time, stamp).
 * The binary heap: three arrays (time, stamp, code) side by side, so a comparison
   reads no other array.
 
-A kernel writes the radix queue's push and the fifo's insertion out in its loop (as
-below in :func:`radix_push`): as inlined helpers taking the arrays they made the schedule
-loop 1.4x slower (0.80 vs 0.57 s on 65 536 ranks, same process). The rare operations
-(growing, spreading a bucket, the heap of past events) are called.
-
 Reference counting: numba increfs and decrefs (atomic instructions, ~20 cycles each,
 which also wait for every pending store) an array variable that is *reassigned* inside
 a loop on every iteration, and an array passed to an ``inline="always"`` helper on every
-inlined call. In the schedule loop that was 2/3 of its time (perf, recursive doubling on
-65 536 ranks). Hence the fixed-size variant: :func:`new_fixed_chunks` allocates the
-arrays once at a bound (pages are touched only when used), chunk rows are taken from a
-free list or, past it, the next untouched row (``fresh``), and :func:`radix_take` and
-:func:`compact` never replace an array; a kernel that finds an array full returns and is
-run again with more room (:data:`FIFO_FULL`, :data:`CHUNKS_FULL`).
+inlined call; a call to a compiled helper that calls nothing else costs none. In the
+schedule loop the first two were 2/3 of its time (perf, recursive doubling on 65 536
+ranks). Hence: :func:`new_fixed_chunks` allocates the arrays once at a bound (pages are
+touched only when used), chunk rows are taken from a free list or, past it, the next
+untouched row (``fresh``), and :func:`radix_take` and :func:`compact` never replace an
+array; a kernel that finds an array full returns and is run again with more room
+(:data:`FIFO_FULL`, :data:`CHUNKS_FULL`). The kernel writes the push and the fifo's
+insertion out in its loop; the rare operations (spreading a bucket, the heap of past
+events) are calls.
 """
 
 from __future__ import annotations
@@ -38,9 +36,8 @@ import numba
 import numpy as np
 from numba.cpython.unsafe.numbers import leading_zeros
 
-__all__ = ["CHUNK", "NEXT", "FILL", "new_chunks", "more_chunks", "radix_push", "radix_spread",
-           "fifo_room", "heap_push", "heap_pop", "bit_length", "resized", "new_fixed_chunks",
-           "radix_take", "compact", "FIFO_FULL", "CHUNKS_FULL"]
+__all__ = ["CHUNK", "NEXT", "FILL", "FIFO_FULL", "CHUNKS_FULL", "bit_length", "new_fixed_chunks",
+           "radix_take", "compact", "heap_push", "heap_pop"]
 
 #: events per chunk of a radix bucket
 CHUNK = 128
@@ -59,117 +56,6 @@ def bit_length(x):
 
 
 @numba.njit(cache=True)
-def resized(array, capacity):
-    """A copy of the 1-D ``array`` with room for ``capacity`` entries."""
-    bigger = np.empty(capacity, dtype=array.dtype)
-    bigger[:array.size] = array
-    return bigger
-
-
-@numba.njit(cache=True)
-def new_chunks():
-    """An empty radix queue's buckets: (bucket_head, bucket_tail, bucket_min, chunks,
-    free_chunk); ``chunks`` doubles when full."""
-    rows = 64
-    chunks = np.empty((rows, 2 * CHUNK + 2), dtype=np.int64)
-    for c in range(rows):
-        chunks[c, NEXT] = c + 1
-    chunks[rows - 1, NEXT] = -1
-    return (np.full(65, -1, dtype=np.int64), np.full(65, -1, dtype=np.int64),
-            np.full(65, _NONE, dtype=np.int64), chunks, 0)
-
-
-@numba.njit(cache=True)
-def more_chunks(chunks):
-    """(``chunks`` with twice the rows, the first new row): the new rows are linked as
-    free chunks. Call it when ``free_chunk`` < 0, before :func:`radix_push`."""
-    rows = chunks.shape[0]
-    bigger = np.empty((2 * rows, chunks.shape[1]), dtype=np.int64)
-    bigger[:rows] = chunks
-    for c in range(rows, 2 * rows):
-        bigger[c, NEXT] = c + 1
-    bigger[2 * rows - 1, NEXT] = -1
-    return bigger, rows
-
-
-@numba.njit(cache=True, inline="always")
-def radix_push(when, key, last, bucket_head, bucket_tail, bucket_min, chunks, free_chunk):
-    """Put (when > last, key) into its bucket; ``free_chunk`` >= 0 (see
-    :func:`more_chunks`). Returns the new ``free_chunk``."""
-    nb = bit_length(when ^ last)
-    tail = bucket_tail[nb]
-    if tail < 0 or chunks[tail, FILL] == CHUNK:
-        c = free_chunk
-        free_chunk = chunks[c, NEXT]
-        chunks[c, NEXT] = -1
-        chunks[c, FILL] = 0
-        if tail < 0:
-            bucket_head[nb] = c
-        else:
-            chunks[tail, NEXT] = c
-        bucket_tail[nb] = c
-        tail = c
-    j = chunks[tail, FILL]
-    chunks[tail, j] = when
-    chunks[tail, CHUNK + j] = key
-    chunks[tail, FILL] = j + 1
-    if when < bucket_min[nb]:
-        bucket_min[nb] = when
-    return free_chunk
-
-
-@numba.njit(cache=True)
-def radix_spread(bucket_head, bucket_tail, bucket_min, chunks, free_chunk, fifo):
-    """Empty the lowest non-empty bucket: its least time's keys into ``fifo[:count]``,
-    sorted, the others into lower buckets. Returns (least time or −1 when the queue is
-    empty, count, fifo, chunks, free_chunk) (``fifo`` and ``chunks`` replaced when they
-    grow)."""
-    b = 1
-    while b < 65 and bucket_head[b] < 0:
-        b += 1
-    if b == 65:
-        return -1, 0, fifo, chunks, free_chunk
-    least = bucket_min[b]
-    c = bucket_head[b]
-    bucket_head[b] = -1
-    bucket_tail[b] = -1
-    bucket_min[b] = _NONE
-    count = 0
-    while c >= 0:
-        following = chunks[c, NEXT]
-        for j in range(chunks[c, FILL]):
-            when = chunks[c, j]
-            if when == least:
-                if count == fifo.size:
-                    fifo = resized(fifo, 2 * fifo.size)
-                fifo[count] = chunks[c, CHUNK + j]
-                count += 1
-            else:
-                if free_chunk < 0:
-                    chunks, free_chunk = more_chunks(chunks)
-                free_chunk = radix_push(when, chunks[c, CHUNK + j], least, bucket_head,
-                                        bucket_tail, bucket_min, chunks, free_chunk)
-        chunks[c, NEXT] = free_chunk
-        free_chunk = c
-        c = following
-    for q in range(1, count):  # in push order, so mostly in stamp order already
-        if fifo[q] < fifo[q - 1]:
-            fifo[:count].sort()
-            break
-    return least, count, fifo, chunks, free_chunk
-
-
-@numba.njit(cache=True)
-def fifo_room(fifo, f_head, f_tail):
-    """(fifo, f_head, f_tail) with room for one more key after ``f_tail``: the keys
-    moved to the front, or the array doubled. Call it when ``f_tail == fifo.size``."""
-    if f_head > 0:
-        fifo[:f_tail - f_head] = fifo[f_head:f_tail].copy()
-        return fifo, 0, f_tail - f_head
-    return resized(fifo, 2 * fifo.size), f_head, f_tail
-
-
-@numba.njit(cache=True, inline="always")
 def heap_push(heap_t, heap_s, heap_c, size, t, s, c):
     """Put (t, s, c) into the heap of ``size`` entries (room checked by the caller).
     Returns the new size."""
@@ -186,7 +72,7 @@ def heap_push(heap_t, heap_s, heap_c, size, t, s, c):
     return size + 1
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def heap_pop(heap_t, heap_s, heap_c, size):
     """Remove the least entry (read it from index 0 first). Returns the new size."""
     size -= 1
@@ -221,10 +107,11 @@ def new_fixed_chunks(rows):
 
 @numba.njit(cache=True)
 def radix_take(bucket_head, bucket_tail, bucket_min, chunks, free_chunk, fresh, fifo):
-    """:func:`radix_spread` on arrays that never grow (:func:`new_fixed_chunks`; a new
-    chunk is the free list's first, else row ``fresh``). Returns (least time, or −1 when
-    the queue is empty, or :data:`FIFO_FULL` / :data:`CHUNKS_FULL`, count, free_chunk,
-    fresh); after a FULL the queue is spoilt (run again with more room)."""
+    """Empty the lowest non-empty bucket: its least time's keys into ``fifo[:count]``,
+    sorted, the others into lower buckets (a new chunk is the free list's first, else row
+    ``fresh``). Returns (least time, or −1 when the queue is empty, or :data:`FIFO_FULL`
+    / :data:`CHUNKS_FULL`, count, free_chunk, fresh); after a FULL the queue is spoilt
+    (run again with more room)."""
     b = 1
     while b < 65 and bucket_head[b] < 0:
         b += 1
