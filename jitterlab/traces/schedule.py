@@ -111,6 +111,13 @@ class Schedule:
         finished (``requires``) or started (``irequires``); build them from pairs with
         :func:`dependencies_from_pairs`.
 
+    Notes
+    -----
+    :func:`jitterlab.simulate_schedule` lays the schedule out for its kernel once and
+    keeps that layout with the schedule for later calls; from then on the schedule's
+    arrays are read-only. To change a schedule, build a new one from (copies of) its
+    arrays.
+
     Examples
     --------
     >>> import jitterlab as jl
