@@ -239,6 +239,8 @@ def pipeline_pieces(px, py, corners, blocks, iterations, work, send, recv, wire_
 # array is full it returns, the caller (:func:`run_on_arrival`) grows it and calls it
 # again; the loop's scalars wait in ``registers`` between calls. Every push, of an event
 # or of a moved one, goes through the one push code at the end of the loop.
+# The hottest indices are cast to np.uint64: numba then skips the negative-index fix-up
+# of each access (64 × 64: 33.5 -> 30.3 ms, same batch).
 
 _MSG_BIT = 4
 _ROW = 128  # events per row of a bucket
@@ -354,73 +356,74 @@ def _advance(registers, px, py, n_passes, work, send, recv, wire_x, wire_y, mode
             continue
         else:  # handle the next event at last
             t = last
-            key = fifo[f_head]
+            key = fifo[np.uint64(f_head)]
             f_head += 1
             events += 1
             what = key & what_mask
             rank = what >> 3
-            g = pass_of[rank]
-            dx, dy = pass_dx[g], pass_dy[g]
+            ur = np.uint64(rank)
+            g = pass_of[ur]
+            dx, dy = pass_dx[np.uint64(g)], pass_dy[np.uint64(g)]
             ready = False  # the rank's current operation completed
             if what & _MSG_BIT:
-                if cpu_free[rank] > t:  # the CPU is busy: the event waits, keeping its stamp
-                    time_a, key_a = cpu_free[rank], key
+                if cpu_free[ur] > t:  # the CPU is busy: the event waits, keeping its stamp
+                    time_a, key_a = cpu_free[ur], key
                 else:
                     slot = what & 3
                     if mode == 1 and recv > 0:
-                        cpu_free[rank] = _cpu(state, rank, t, recv, table, offsets, scale)
+                        cpu_free[ur] = _cpu(state, rank, t, recv, table, offsets, scale)
                     else:
-                        cpu_free[rank] = t + recv
-                    if waiting[rank] == slot:
-                        waiting[rank] = -1
+                        cpu_free[ur] = t + recv
+                    if waiting[ur] == slot:
+                        waiting[ur] = -1
                         ready = True
                     else:
-                        unmatched[4 * rank + slot] += 1
+                        unmatched[np.uint64(4 * rank + slot)] += 1
             else:
-                step = step_of[rank]
+                step = step_of[ur]
                 if step <= 1:  # a receive, from the x upstream then the y upstream
                     wanted = (0 if dx > 0 else 1) if step == 0 else (2 if dy > 0 else 3)
-                    if unmatched[4 * rank + wanted] > 0:
-                        unmatched[4 * rank + wanted] -= 1
+                    if unmatched[np.uint64(4 * rank + wanted)] > 0:
+                        unmatched[np.uint64(4 * rank + wanted)] -= 1
                         ready = True
                     else:
-                        waiting[rank] = wanted
-                elif cpu_free[rank] > t:
-                    time_a, key_a = cpu_free[rank], key
+                        waiting[ur] = wanted
+                elif cpu_free[ur] > t:
+                    time_a, key_a = cpu_free[ur], key
                 else:
                     cpu = work if step == 2 else send
                     if mode == 1 and cpu > 0:
-                        cpu_free[rank] = _cpu(state, rank, t, cpu, table, offsets, scale)
+                        cpu_free[ur] = _cpu(state, rank, t, cpu, table, offsets, scale)
                     else:
-                        cpu_free[rank] = t + cpu
+                        cpu_free[ur] = t + cpu
                     if step >= 3:  # a send: the message's arrival
                         if step == 3:
                             target, target_slot, wire = rank + dx, (0 if dx > 0 else 1), wire_x
                         else:
                             target, target_slot, wire = (rank + dy * px, (2 if dy > 0 else 3),
                                                          wire_y)
-                        time_a = cpu_free[rank] + wire
+                        time_a = cpu_free[ur] + wire
                         key_a = (stamp << what_bits) | (target << 3) | _MSG_BIT | target_slot
                         stamp += 1
                     ready = True
             if ready:
-                i, j = column[rank], row[rank]
-                step = step_of[rank] + 1
+                i, j = column[ur], row[ur]
+                step = step_of[ur] + 1
                 while True:  # the rank's next operation in program order
                     if step == 5:
-                        if cpu_free[rank] > pass_end[g]:
-                            pass_end[g] = cpu_free[rank]
+                        if cpu_free[ur] > pass_end[np.uint64(g)]:
+                            pass_end[np.uint64(g)] = cpu_free[ur]
                         g += 1
                         step = 0
                         if g == n_passes:
                             break
-                        dx, dy = pass_dx[g], pass_dy[g]
+                        dx, dy = pass_dx[np.uint64(g)], pass_dy[np.uint64(g)]
                     if _step_exists(step, i, j, px, py, dx, dy):
                         break
                     step += 1
-                pass_of[rank], step_of[rank] = g, step
+                pass_of[ur], step_of[ur] = g, step
                 if g < n_passes:
-                    time_b, key_b = cpu_free[rank], (stamp << what_bits) | (rank << 3)
+                    time_b, key_b = cpu_free[ur], (stamp << what_bits) | (rank << 3)
                     stamp += 1
         for q in range(2):  # the pushes
             when, key = (time_a, key_a) if q == 0 else (time_b, key_b)
@@ -435,8 +438,8 @@ def _advance(registers, px, py, n_passes, work, send, recv, wire_x, wire_y, mode
                 f_tail += 1
                 continue
             b = when & (slots - 1) if slots > 0 else bit_length(when ^ last)
-            r = bucket_last[b]
-            if r < 0 or row_fill[r] == _ROW:  # a new row at the bucket's end
+            r = bucket_last[np.uint64(b)]
+            if r < 0 or row_fill[np.uint64(r)] == _ROW:  # a new row at the bucket's end
                 new = free_row
                 free_row = row_next[new]
                 n_free -= 1
@@ -447,13 +450,15 @@ def _advance(registers, px, py, n_passes, work, send, recv, wire_x, wire_y, mode
                 else:
                     row_next[r] = new
                 bucket_last[b] = r = new
-            k = row_fill[r]
-            row_time[r, k] = when
-            row_key[r, k] = key
-            row_fill[r] = k + 1
-            bucket_size[b] += 1
-            if when < bucket_least[b]:
-                bucket_least[b] = when
+            ur = np.uint64(r)
+            ub = np.uint64(b)
+            k = row_fill[ur]
+            row_time[ur, np.uint64(k)] = when
+            row_key[ur, np.uint64(k)] = key
+            row_fill[ur] = k + 1
+            bucket_size[ub] += 1
+            if when < bucket_least[ub]:
+                bucket_least[ub] = when
     registers[_LAST], registers[_HEAD], registers[_TAIL] = last, f_head, f_tail
     registers[_STAMP], registers[_EVENTS] = stamp, events
     registers[_FREE], registers[_N_FREE], registers[_MOVED] = free_row, n_free, n_moving
