@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numba
 
-__all__ = ["NO_NOISE", "TRACE", "DELTA", "trace_noise", "operation_noise", "per_byte",
+__all__ = ["NO_NOISE", "TRACE", "DELTA", "trace_noise", "per_byte",
            "receive_bytes"]
 
 NO_NOISE, TRACE, DELTA = 0, 1, 2
@@ -48,19 +48,6 @@ def trace_noise(trc_start, trc_dur, trctime, rank_time, start, length):
             end -= trctime
             pos = 0
     return noise
-
-
-@numba.njit(cache=True)
-def operation_noise(mode, index, host, start, length, trc_start, trc_dur, rank_time, delta):
-    """The noise [ticks] of CPU time [start, start + length) of operation ``index`` on
-    ``host`` under noise ``mode``. A call, not inlined: numba would count references to
-    the four arrays at every inlined use (atomic instructions; see the event loop)."""
-    if mode == TRACE:
-        return trace_noise(trc_start, trc_dur, trc_start[trc_start.size - 1],
-                            rank_time[host], start, length)
-    if mode == DELTA:
-        return delta[index]
-    return 0
 
 
 @numba.njit(cache=True, inline="always")

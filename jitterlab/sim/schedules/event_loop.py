@@ -47,7 +47,7 @@ from ..event_queue import (
     new_fixed_chunks,
     radix_take,
 )
-from .costs import NO_NOISE, operation_noise, per_byte, receive_bytes
+from .costs import DELTA, TRACE, per_byte, receive_bytes, trace_noise
 from .parking import parking_allowed, rescan
 from .sorting import std_sort
 
@@ -161,6 +161,7 @@ def run_in_room(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets, place
     free_chunk = -1  # the free list of chunk rows; past it, row ``fresh``
     fresh = 0
     releases = np.empty(4, dtype=np.int64)  # of one event: x (succ), ~x (isucc)
+    trc_last = trc_start[trc_start.size - 1] if mode == TRACE else 0
     has_isucc = isucc.size > 0
     widest = 1
     for r in range(p):
@@ -253,10 +254,12 @@ def run_in_room(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets, place
             cpu_before = nexto[c]
             if k == _CALC:
                 if nexto[c] <= t:
-                    noise = 0
-                    if mode != NO_NOISE:
-                        noise = operation_noise(mode, origin[i], host, t, calc[i],
-                                                trc_start, trc_dur, rank_time, delta)
+                    noise = 0  # costs.operation_noise written out (no reference counts)
+                    if mode == DELTA:
+                        noise = delta[origin[i]]
+                    elif mode == TRACE:
+                        noise = trace_noise(trc_start, trc_dur, trc_last, rank_time[host], t,
+                                            calc[i])
                     nexto[c] = t + calc[i] + noise
                     if keep:
                         record[START, i] = t
@@ -280,9 +283,11 @@ def run_in_room(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets, place
                     n_releases += 1
                     host_a = host
                     noise = 0
-                    if mode != NO_NOISE:
-                        noise = operation_noise(mode, origin[i], host, t, overhead,
-                                                trc_start, trc_dur, rank_time, delta)
+                    if mode == DELTA:
+                        noise = delta[origin[i]]
+                    elif mode == TRACE:
+                        noise = trace_noise(trc_start, trc_dur, trc_last, rank_time[host], t,
+                                            overhead)
                     nexto[c] = t + overhead + per_byte(size[i], overhead_per_byte) + noise
                     nextgs[nc] = t + gap + per_byte(size[i], gap_per_byte)
                     if keep:
@@ -366,9 +371,11 @@ def run_in_room(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets, place
             free = max(nexto[c], nextgr[nc])
             if free <= t:
                 noise = 0
-                if mode != NO_NOISE:
-                    noise = operation_noise(mode, n + origin[s], host, t, overhead,
-                                            trc_start, trc_dur, rank_time, delta)
+                if mode == DELTA:
+                    noise = delta[n + origin[s]]
+                elif mode == TRACE:
+                    noise = trace_noise(trc_start, trc_dur, trc_last, rank_time[host], t,
+                                        overhead)
                 nexto[c] = t + overhead + noise + receive_bytes(size[s], overhead_per_byte,
                                                                  gap_per_byte)
                 nextgr[nc] = t + gap + per_byte(size[s], gap_per_byte)
@@ -521,7 +528,7 @@ def run_in_room(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets, place
                     place -= 1
                 fifo[place] = key
                 f_tail += 1
-            elif time_ > last:  # radix_push written out (as a call: 1.4x slower loop)
+            elif time_ > last:  # into its bucket (event_queue.radix_take reads them)
                 nb = bit_length(time_ ^ last)
                 tail = bucket_tail[nb]
                 if tail < 0 or chunks[tail, FILL] == CHUNK:
