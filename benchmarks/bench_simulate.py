@@ -46,10 +46,10 @@ from jitterlab.sim.trace_walk import COMPUTED, JITTER, START, TIE, prefetch_row
 from jitterlab.testing import simulate_reference, walk_from_row
 from jitterlab.threads import free_cpus
 
-_walk_from_row = numba.njit(walk_from_row)
+_walk_from_row = numba.njit(cache=True)(walk_from_row)
 
 
-@numba.njit
+@numba.njit(cache=True)
 def _walk_phases(jitter, gap, offsets, work, phases):
     """Compiled jitSim walk: binary search for the start row, then row after row."""
     period = jitter.sum() + gap.sum()
@@ -113,7 +113,7 @@ def _old_last_before(table, col, value, hint, top, strict):
     return lo
 
 
-@numba.njit
+@numba.njit(cache=True)
 def _old_advance(table, x, cpu, hint, finish_hint):
     """Consume ``cpu`` of compute from trace time x; jitter met on the way adds its length.
 
@@ -164,7 +164,7 @@ def _old_hop_latency(child, parent, latency, intra_latency, node_size):
     return latency
 
 
-@numba.njit(parallel=True)
+@numba.njit(parallel=True, cache=True)
 def _old_run_tree_barrier(table, offsets, work, phases, fanout, send, recv,
                      latency, intra_latency, node_size, level_bounds, compute_out, end_out):
     """Phases of ``work``, each closed by a reduce and a broadcast on a complete tree.

@@ -219,13 +219,17 @@ def test_run_tree_barrier_matches_reference(n, fanout, cores_per_node, seed):
 # --------------------------------------------------------------------------------------
 def _bench_simulate():
     import importlib.util
+    import sys
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_simulate.py"
     spec = importlib.util.spec_from_file_location("bench_simulate", path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    # registered by name: numba's disk cache (cache=True) finds a cached parallel kernel's
+    # module in sys.modules when it loads it
+    sys.modules.setdefault(spec.name, module)
+    spec.loader.exec_module(sys.modules[spec.name])
+    return sys.modules[spec.name]
 
 
 @pytest.fixture(scope="module")
