@@ -48,6 +48,12 @@ os.environ.setdefault("JUPYTER_PLATFORM_DIRS", "1")
 # after this line, write it once and read it after.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
+# OpenBLAS hands a large dot product to its threads, which then spin for a while after it:
+# on two CPUs shared by a test session, its workers and the notebooks' kernels that costs
+# CPU and buys nothing (the BLAS work here is small). One BLAS thread in the processes the
+# session starts (workers, subprocesses, the JupyterLab server and its kernels): notebook 07
+# 24.9 -> 16.7 CPU-s, one np.dot of 10^4 values then 0.2 s idle 54-100 ms -> 0.2 ms (h12-2).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 settings.register_profile("shared-machine", deadline=None)
 settings.register_profile("ci", parent=settings.get_profile("shared-machine"),
