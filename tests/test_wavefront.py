@@ -436,6 +436,21 @@ def test_on_arrival_holds_many_messages_in_flight():
     assert expected > 2e-3 + 200 * workload.work
 
 
+def test_on_arrival_kernel_stays_inside_its_arrays(monkeypatch):
+    # on a trace many events fall on one time: more than the first room of the queue's fifo
+    # (ranks + 2), which must grow, not be written past its end. The event loop run as plain
+    # Python (NumPy raises IndexError where the compiled kernel would overwrite memory)
+    from jitterlab.apps import wavefront_kernels as kernels
+
+    workload = Wavefront(4, 4, blocks=4, work=1e-4)
+    trace = jl.synthetic_trace(2.0, rng=11)
+    plain = wavefront_simulate(workload, trace, progress="on_arrival", rng=0)
+    for name in ("_advance", "run_on_arrival"):
+        monkeypatch.setattr(kernels, name, getattr(kernels, name).py_func)
+    checked = wavefront_simulate(workload, trace, progress="on_arrival", rng=0)
+    xr.testing.assert_identical(checked, plain)
+
+
 def test_detail_gives_every_blocks_end():
     workload = Wavefront(4, 1, blocks=5, work=100e-6, sweeps=[(1, 1)], message=LOGGP)
     ds = wavefront_simulate(workload, detail=True)

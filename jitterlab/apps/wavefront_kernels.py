@@ -290,13 +290,13 @@ def _advance(registers, px, py, n_passes, work, send, recv, wire_x, wire_y, mode
     status = _DONE
     while True:
         if moved == n_moving and f_tail + 2 > fifo.size:  # room for two pushes at last
-            if f_head == 0:
-                status = _MORE_FIFO
-                break
             for q in range(f_tail - f_head):
                 fifo[q] = fifo[f_head + q]
             f_tail -= f_head
             f_head = 0
+            if f_tail + 2 > fifo.size:  # handled events made no room: grow
+                status = _MORE_FIFO
+                break
         if n_free < 66:  # two pushes, or the 64 buckets a moved bucket may start
             status = _MORE_ROWS
             break
