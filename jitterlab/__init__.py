@@ -22,6 +22,7 @@ import types
 from importlib.metadata import PackageNotFoundError, version
 
 from . import old_paths
+from .base.lazy import lazy_attributes
 
 old_paths.install()
 
@@ -80,24 +81,17 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 __all__ = [*_PUBLIC, "__version__"]
 
 
-def __getattr__(name: str):
-    """Import a public name on first use (PEP 562) and keep it."""
+def _locate(name: str) -> tuple[str, str | None] | None:
+    """Where a public name, a room, or a module's old top-level name is (:data:`_PUBLIC`)."""
     if name in _PUBLIC:
-        module_name, attribute = _PUBLIC[name]
-    elif name in _ROOMS or f"jitterlab.{name}" in old_paths.OLD_PATHS:
+        return _PUBLIC[name]
+    if name in _ROOMS or f"jitterlab.{name}" in old_paths.OLD_PATHS:
         # a room of the package, or a module's old top-level name (jl.limits, jl.bounds)
-        module_name = old_paths.new_path(f"jitterlab.{name}") or f"jitterlab.{name}"
-        attribute = None
-    else:
-        raise AttributeError(f"module 'jitterlab' has no attribute {name!r}")
-    module = importlib.import_module(module_name)
-    value = module if attribute is None else getattr(module, attribute)
-    globals()[name] = value
-    return value
+        return old_paths.new_path(f"jitterlab.{name}") or f"jitterlab.{name}", None
+    return None
 
 
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_attributes(globals(), _locate)
 
 
 class _Package(types.ModuleType):

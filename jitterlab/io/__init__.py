@@ -43,6 +43,7 @@ import os
 import re
 from pathlib import Path
 
+from ..base.lazy import lazy_attributes
 from ..traces.trace import Trace
 from . import common as _common
 from .common import NotATraceError, strip_gz
@@ -79,22 +80,18 @@ __all__ += ["read_ftrace", "LostEventsWarning", "read_osnoise_events", "read_osn
             "read_rtla_osnoise_top", "read_rtla_osnoise_hist", "OsnoiseHistogram"]
 
 
-def __getattr__(name: str):
-    """A public name of :data:`_LAZY`, or a module of this package (``jitterlab.io.ftq``),
-    imported on first use and kept."""
+def _locate(name: str) -> tuple[str, str | None] | None:
+    """Where a public name of :data:`_LAZY`, or a module of this package
+    (``jitterlab.io.ftq``), is."""
     if name in _LAZY:
         module_name, attribute = _LAZY[name]
-        value = getattr(importlib.import_module(f"{__name__}.{module_name}"), attribute)
-    elif not name.startswith("_") and (Path(__file__).parent / f"{name}.py").is_file():
-        value = importlib.import_module(f"{__name__}.{name}")
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
+        return f"{__name__}.{module_name}", attribute
+    if not name.startswith("_") and (Path(__file__).parent / f"{name}.py").is_file():
+        return f"{__name__}.{name}", None
+    return None
 
 
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_attributes(globals(), _locate)
 
 
 def _not_a_trace(format: str, name: str) -> NotATraceError:
