@@ -1,5 +1,6 @@
 """The kernel's inputs from the tiled passes (jitterlab.sim.schedules.layout) equal those
-of the one-by-one functions (step_major_order, column copies, successors, channels).
+laid out one by one (jitterlab.testing_layout: step_major_order, column copies,
+successors, channels).
 
 Checked on shipped Schedgen2 schedules, a generated 1 024-rank recursive doubling, a
 schedule with wildcards, and a hand schedule with irequires, a dependency on a later
@@ -23,34 +24,10 @@ from jitterlab.sim.schedules import (
     dependencies_from_pairs,
     generators,
 )
+from jitterlab.testing_layout import layout_reference
 
 DATA = Path(__file__).parent / "data" / "goal"
 PARAMS = jl.LogGOPS.from_loggopsim()
-
-
-def reference(schedule, step_major, resolution=1e-12):
-    """The inputs as the one-by-one functions give them."""
-    s = schedule
-    n = s.n_operations
-    offsets = s.rank_offsets
-    if step_major:
-        placement, origin = arguments.step_major_order(offsets)
-    else:
-        placement = origin = np.arange(n, dtype=np.int32)
-    columns = {}
-    for name in ("kind", "rank", "peer", "size", "tag", "cpu", "nic"):
-        column = np.empty_like(getattr(s, name))
-        column[placement] = getattr(s, name)
-        columns[name] = column
-    calc = np.empty(n, dtype=np.int64)
-    calc[placement] = np.rint(s.duration / resolution).astype(np.int64)
-    waits = np.empty(n, dtype=np.int64)
-    waits[placement] = np.diff(s.requires_offsets) + np.diff(s.irequires_offsets)
-    succ = arguments.successors(n, s.requires_offsets, s.requires, placement)
-    isucc = arguments.successors(n, s.irequires_offsets, s.irequires, placement)
-    channel, n_channels = arguments.channels(columns["kind"], columns["rank"],
-                                             columns["peer"], columns["tag"])
-    return offsets, placement, origin, columns, calc, waits, succ, isucc, channel, n_channels
 
 
 def hand_schedule():
@@ -97,7 +74,7 @@ def test_tiled_inputs_equal_the_one_by_one_functions(name, step_major):
     schedule = CASES[name]()
     args, longest = arguments.prepare_arguments(schedule, PARAMS, step_major=step_major)
     (offsets, placement, origin, columns, calc, waits, succ, isucc, channel,
-     n_channels) = reference(schedule, step_major)
+     n_channels) = layout_reference(schedule, step_major)
     np.testing.assert_array_equal(args.rank_offsets, offsets)
     np.testing.assert_array_equal(args.placement, placement)
     np.testing.assert_array_equal(args.origin, origin)
@@ -183,3 +160,4 @@ def test_layout_is_kept_with_the_schedule_and_renewed_when_it_changes():
     copy = jl.Schedule(16, kind=schedule.kind, rank=schedule.rank, peer=schedule.peer,
                        size=schedule.size, tag=schedule.tag, duration=schedule.duration)
     assert copy.duration.flags.writeable  # a new schedule's arrays are its own, writable
+

@@ -7,20 +7,22 @@ schedule: the layout is kept with the schedule (whose arrays become read-only), 
 runs of a call and later calls on the same schedule (other costs, other noise) reuse it:
 
 * on many ranks (:data:`STEP_MAJOR_FROM_RANKS`), the operations are renumbered
-  *step-major* (:func:`step_major_order`): the k-th operation of every rank, rank by
-  rank, then the (k+1)-th, … A bulk-synchronous schedule handles the k-th operations of
-  all ranks at about the same time, so the event loop then reads its arrays in order
-  instead of one cache line per rank: on 65 536 ranks the loop took 0.97 instead of
-  1.39 s, set-up and loop 1.53 instead of 1.70 s; on 512 ranks, whose rows stay in the
-  cache, the copies cost more than they save (0.39 vs 0.29 s), on 4 096 they break even
-  (0.044 vs 0.042 s; quiet.sh, same process). The renumbering changes no result
-  (tests/test_schedules.py): the loop compares operations only by kind and by stamp,
-  releases each operation's dependents in the
-  order of their original indices, and starts each rank's ready operations in their
-  original order (``placement``); per-operation times and δ noise stay indexed like the
-  schedule (``origin``);
-* the dependencies are reversed (:func:`successors`), and sends and receives get their
-  channel (:func:`channels`), without a hash table.
+  *step-major*: the k-th operation of every rank, rank by rank, then the (k+1)-th, …
+  A bulk-synchronous schedule handles the k-th operations of all ranks at about the
+  same time, so the event loop then reads its arrays in order instead of one cache
+  line per rank: on 65 536 ranks the loop took 0.97 instead of 1.39 s, set-up and loop
+  1.53 instead of 1.70 s; on 512 ranks, whose rows stay in the cache, the copies cost
+  more than they save (0.39 vs 0.29 s), on 4 096 they break even (0.044 vs 0.042 s;
+  quiet.sh, same process). The renumbering changes no result (tests/test_schedules.py):
+  the loop compares operations only by kind and by stamp, releases each operation's
+  dependents in the order of their original indices, and starts each rank's ready
+  operations in their original order (``placement``); per-operation times and δ noise
+  stay indexed like the schedule (``origin``);
+* the dependencies are reversed, and sends and receives get their channel (one id per
+  receiver, sender and tag) when there is no wildcard.
+
+The passes that do it are in :mod:`.layout`; :mod:`jitterlab.testing_layout` gives the
+same inputs one by one, as the reference they are tested against.
 """
 
 from __future__ import annotations
@@ -28,15 +30,13 @@ from __future__ import annotations
 import weakref
 from collections import namedtuple
 
-import numba
 import numpy as np
 
-from ...traces.schedule import CALC, RECV, SEND
 from . import layout
 
 __all__ = ["schedule_arguments", "prepare_arguments", "schedule_layout", "forget_layout",
-           "KernelArguments", "ScheduleLayout", "step_major_order", "successors", "channels",
-           "LAYOUT_FIELDS", "COLUMNS", "ALL_EAGER", "STEP_MAJOR_FROM_RANKS"]
+           "KernelArguments", "ScheduleLayout", "LAYOUT_FIELDS", "COLUMNS", "ALL_EAGER",
+           "STEP_MAJOR_FROM_RANKS"]
 
 #: the eager limit [B] that makes every message eager (LogGOPS with S=None)
 ALL_EAGER = 2**62
@@ -55,131 +55,6 @@ KernelArguments.__doc__ = """The arguments of :func:`kernel.simulate_with_times`
 ``eager_limit`` (pass them with ``*``); arrays by step-major index, times in ticks;
 ``placement``, ``origin``, ``succ``, ``isucc``, ``waits`` and ``channel`` int32 (fewer
 than 2**31 operations); ``tag`` empty when ``exact`` (the channels replace it)."""
-
-
-@numba.njit(cache=True)
-def step_major_order(rank_offsets):
-    """The step-major numbering of a schedule's operations.
-
-    Returns ``(placement, origin)``: ``placement[i]`` is the new index of operation
-    ``i``, ``origin[j]`` the operation at new index ``j``; new indices hold the first
-    operation of every rank (rank by rank), then the second of every rank that has one,
-    and so on.
-    """
-    p = rank_offsets.size - 1
-    n = rank_offsets[p]
-    widest = 0
-    for r in range(p):
-        widest = max(widest, rank_offsets[r + 1] - rank_offsets[r])
-    longer = np.zeros(widest + 1, dtype=np.int64)  # ranks with more than k operations
-    for r in range(p):
-        longer[rank_offsets[r + 1] - rank_offsets[r]] += 1
-    start = np.zeros(widest + 1, dtype=np.int64)
-    ranks_left = p - longer[0]
-    for k in range(widest):
-        start[k + 1] = start[k] + ranks_left
-        ranks_left -= longer[k + 1]
-    placement = np.empty(n, dtype=np.int32)  # n < 2**31: checked by the caller
-    origin = np.empty(n, dtype=np.int32)
-    for r in range(p):
-        first = rank_offsets[r]
-        for k in range(rank_offsets[r + 1] - first):
-            j = start[k]
-            start[k] = j + 1
-            placement[first + k] = j
-            origin[j] = first + k
-    return placement, origin
-
-
-@numba.njit(cache=True)
-def successors(n, offsets, targets, placement):
-    """Reverse a CSR of "i waits for targets", in the numbering ``placement``: for every
-    operation b the operations that wait for it, in increasing *original* index order;
-    and each operation's number of waits (both indexed by new index)."""
-    counts = np.zeros(n + 1, dtype=np.int64)
-    if targets.size == 0:
-        return counts, np.empty(0, dtype=np.int32)
-    for k in range(targets.size):
-        counts[placement[targets[k]] + 1] += 1
-    for i in range(n):
-        counts[i + 1] += counts[i]
-    out = np.empty(targets.size, dtype=np.int32)
-    fill = counts[:n].copy()
-    for i in range(n):
-        for k in range(offsets[i], offsets[i + 1]):
-            b = placement[targets[k]]
-            out[fill[b]] = placement[i]
-            fill[b] += 1
-    return counts, out
-
-
-@numba.njit(cache=True)
-def channels(kind, rank, peer, tag):
-    """Channel of every send and receive: one id per (receiver, sender, tag) [−1 for a
-    calc], and the number of channels.
-
-    The operations are grouped by receiving rank (a counting sort); inside a group a
-    small open-addressing table, reused from group to group, numbers the (sender, tag)
-    pairs in order of first appearance. Ids follow the receivers.
-    """
-    n = kind.size
-    p = 0
-    for i in range(n):
-        if kind[i] != CALC:
-            p = max(p, rank[i] + 1, peer[i] + 1)
-    first = np.zeros(p + 1, dtype=np.int64)
-    for i in range(n):
-        if kind[i] == SEND:
-            first[peer[i] + 1] += 1
-        elif kind[i] == RECV:
-            first[rank[i] + 1] += 1
-    largest = 0
-    for r in range(p):
-        largest = max(largest, first[r + 1])
-        first[r + 1] += first[r]
-    members = np.empty(first[p], dtype=np.int64)
-    fill = first[:p].copy()
-    for i in range(n):
-        if kind[i] != CALC:
-            receiver = peer[i] if kind[i] == SEND else rank[i]
-            members[fill[receiver]] = i
-            fill[receiver] += 1
-    capacity = 4
-    while capacity < 2 * largest:
-        capacity *= 2
-    slot_sender = np.empty(capacity, dtype=np.int64)
-    slot_tag = np.empty(capacity, dtype=np.int64)
-    slot_id = np.full(capacity, -1, dtype=np.int64)
-    used = np.empty(capacity, dtype=np.int64)
-    out = np.full(n, -1, dtype=np.int32)
-    count = 0
-    for r in range(p):
-        lo, hi = first[r], first[r + 1]
-        size = 4
-        while size < 2 * (hi - lo):
-            size *= 2
-        mask = size - 1
-        n_used = 0
-        for k in range(lo, hi):
-            i = members[k]
-            sender = rank[i] if kind[i] == SEND else peer[i]
-            t = tag[i]
-            slot = ((sender * 0x9E3779B1) ^ (t * 0x85EBCA77)) & mask
-            while True:
-                if slot_id[slot] < 0:
-                    slot_sender[slot], slot_tag[slot], slot_id[slot] = sender, t, count
-                    used[n_used] = slot
-                    n_used += 1
-                    out[i] = count
-                    count += 1
-                    break
-                if slot_sender[slot] == sender and slot_tag[slot] == t:
-                    out[i] = slot_id[slot]
-                    break
-                slot = (slot + 1) & mask
-        for k in range(n_used):
-            slot_id[used[k]] = -1
-    return out, count
 
 
 def schedule_arguments(schedule, params, resolution: float = 1e-12,

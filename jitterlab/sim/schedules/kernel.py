@@ -16,13 +16,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .arguments import (
-    KernelArguments,
-    channels,
-    schedule_arguments,
-    step_major_order,
-    successors,
-)
+from .arguments import KernelArguments, schedule_arguments
 from .costs import DELTA, NO_NOISE, TRACE
 from .event_loop import (
     COMPLETE,
@@ -37,8 +31,8 @@ from .sorting import std_sort
 
 __all__ = ["simulate_arrays", "simulate_with_times", "simulate_with_matches",
            "new_operation_times", "TIME_FIELDS", "START", "CPU_START", "CPU_END", "NOISE",
-           "COMPLETE", "channels", "successors", "schedule_arguments", "KernelArguments",
-           "step_major_order", "std_sort", "NO_NOISE", "TRACE", "DELTA"]
+           "COMPLETE", "schedule_arguments", "KernelArguments", "std_sort", "NO_NOISE",
+           "TRACE", "DELTA"]
 
 
 def new_operation_times(n_operations: int) -> np.ndarray:
@@ -108,11 +102,11 @@ def simulate_with_times(kind, rank, peer, size, tag, calc, cpu, nic, rank_offset
     the per-operation arrays follow that numbering; ``rank_offsets`` is the schedule's.
     ``times`` and ``delta`` are indexed like the schedule's operations.
     ``waits[j]``: number of requires + irequires of operation j (copied, not changed).
-    ``channel``: from :func:`channels` when ``exact`` (no wildcard: the first queued
-    entry of a channel always matches), else the receiving host (wildcards: the queue
-    of the host is searched in posting order). ``delta`` (mode 2): the noise [ticks] of
-    operation i's own CPU use at ``delta[i]`` and of receiving send i's message at
-    ``delta[n + i]``.
+    ``channel``: one id per (receiver, sender, tag) when ``exact`` (no wildcard: the
+    first queued entry of a channel always matches), else the receiving host
+    (wildcards: the queue of the host is searched in posting order). ``delta`` (mode
+    2): the noise [ticks] of operation i's own CPU use at ``delta[i]`` and of receiving
+    send i's message at ``delta[n + i]``.
 
     Returns (operations finished, events handled, entries left in the queues).
 
