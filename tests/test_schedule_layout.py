@@ -1,6 +1,6 @@
 """The kernel's inputs from the tiled passes (jitterlab.sim.schedules.layout) equal those
 laid out one by one (jitterlab.testing_layout: step_major_order, column copies,
-successors, channels).
+successors, channels); the layout is kept with its schedule.
 
 Checked on shipped Schedgen2 schedules, a generated 1 024-rank recursive doubling, a
 schedule with wildcards, and a hand schedule with irequires, a dependency on a later
@@ -10,6 +10,10 @@ operation, ranks without operations, several CPUs and NICs and tags; both number
 
 from __future__ import annotations
 
+import copy
+import gc
+import pickle
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -161,3 +165,34 @@ def test_layout_is_kept_with_the_schedule_and_renewed_when_it_changes():
                        size=schedule.size, tag=schedule.tag, duration=schedule.duration)
     assert copy.duration.flags.writeable  # a new schedule's arrays are its own, writable
 
+
+def test_kept_layout_goes_with_its_schedule():
+    """The layout is the schedule's own (``kept_layout``): freed by forget_layout and
+    when the schedule is collected; pickles and copies leave it out (the pickle is as
+    long as before the first call) and lay their arrays out again, to the same arrays."""
+    schedule = generators.allreduce_recursive_doubling(16, 8 * 16, compute=1e-6)
+    pickled = len(pickle.dumps(schedule))
+    laid = arguments.schedule_layout(schedule)
+    assert schedule.kept_layout.layout is laid
+    assert len(pickle.dumps(schedule)) == pickled
+    for other in (copy.copy(schedule), copy.deepcopy(schedule),
+                  pickle.loads(pickle.dumps(schedule))):
+        assert "kept_layout" not in vars(other) and other.kept_layout is None
+        assert other == schedule
+        again = arguments.schedule_layout(other)
+        assert other.kept_layout.layout is again and again is not laid
+        for field in arguments.LAYOUT_FIELDS:
+            np.testing.assert_array_equal(getattr(again, field), getattr(laid, field))
+    assert schedule.kept_layout.layout is laid  # the copies' calls left it alone
+    calc = weakref.ref(laid.calc)
+    del laid, again
+    gc.collect()
+    assert calc() is not None  # kept by the schedule
+    arguments.forget_layout(schedule)
+    gc.collect()
+    assert calc() is None
+    calc = weakref.ref(arguments.schedule_layout(schedule).calc)
+    kept = weakref.ref(schedule.kept_layout)
+    del schedule
+    gc.collect()
+    assert calc() is None and kept() is None

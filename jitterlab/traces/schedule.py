@@ -111,12 +111,23 @@ class Schedule:
         finished (``requires``) or started (``irequires``); build them from pairs with
         :func:`dependencies_from_pairs`.
 
+    Attributes
+    ----------
+    kept_layout : object or None
+        The simulator's layout of the schedule, kept for its next calls (see Notes;
+        a :class:`~jitterlab.sim.schedules.arguments.KeptLayout` that
+        :func:`~jitterlab.sim.schedules.arguments.schedule_layout` sets), None before
+        the first call. A cache: not part of equality, ``repr``, pickling or copies, and
+        freed with the schedule.
+
     Notes
     -----
     :func:`jitterlab.simulate_schedule` lays the schedule out for its kernel once and
-    keeps that layout with the schedule for later calls; from then on the schedule's
-    arrays are read-only. To change a schedule, build a new one from (copies of) its
-    arrays.
+    keeps that layout with the schedule (:attr:`kept_layout`) for later calls with the
+    same resolution; from then on the schedule's arrays are read-only. A schedule whose
+    arrays were replaced, or made writable again, is laid out anew.
+    :func:`jitterlab.sim.schedules.arguments.forget_layout` frees the layout. To change
+    a schedule, build a new one from (copies of) its arrays.
 
     Examples
     --------
@@ -126,6 +137,8 @@ class Schedule:
     >>> s.n_operations, s.counts()
     (2, {'send': 1, 'recv': 1, 'calc': 0})
     """
+
+    kept_layout = None
 
     def __init__(self, num_ranks, kind, rank, peer=None, size=None, tag=None,
                  duration=None, cpu=None, nic=None, requires=None, irequires=None):
@@ -245,6 +258,13 @@ class Schedule:
                 "requires_offsets", "requires", "irequires_offsets", "irequires"))
 
     __hash__ = None
+
+    def __getstate__(self) -> dict:
+        """The attributes that pickling and copying keep: all but :attr:`kept_layout`
+        (a cache, laid out again when needed)."""
+        state = dict(self.__dict__)
+        state.pop("kept_layout", None)
+        return state
 
     def to_goal(self, path, *, overwrite: bool = False):
         """Write the schedule as GOAL text (LogGOPSim's ``txt2bin`` input), atomically.

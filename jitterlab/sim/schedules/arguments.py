@@ -27,7 +27,6 @@ same inputs one by one, as the reference they are tested against.
 
 from __future__ import annotations
 
-import weakref
 from collections import namedtuple
 
 import numpy as np
@@ -35,8 +34,8 @@ import numpy as np
 from . import layout
 
 __all__ = ["schedule_arguments", "prepare_arguments", "schedule_layout", "forget_layout",
-           "KernelArguments", "ScheduleLayout", "LAYOUT_FIELDS", "COLUMNS", "ALL_EAGER",
-           "STEP_MAJOR_FROM_RANKS"]
+           "KernelArguments", "ScheduleLayout", "KeptLayout", "LAYOUT_FIELDS", "COLUMNS",
+           "ALL_EAGER", "STEP_MAJOR_FROM_RANKS"]
 
 #: the eager limit [B] that makes every message eager (LogGOPS with S=None)
 ALL_EAGER = 2**62
@@ -121,10 +120,14 @@ COLUMNS = ("kind", "rank", "peer", "size", "tag", "duration", "cpu", "nic",
            "requires_offsets", "requires", "irequires_offsets", "irequires")
 
 
-class _Kept:
-    """A schedule's layout kept for its next calls: the schedule's arrays it was made
-    from (each made read-only), writable views of them (the types numba compiled for),
-    the key (resolution, step-major) and the layout."""
+class KeptLayout:
+    """A schedule's layout kept for its next calls, in its :attr:`Schedule.kept_layout`.
+
+    It holds the schedule's arrays it was made from (each made read-only), writable
+    views of them (the array types numba compiled the passes for), the key
+    ``(resolution, step_major)`` and the :class:`ScheduleLayout` (None after
+    :func:`forget_layout`).
+    """
 
     def __init__(self, schedule, previous=None):
         self.arrays = tuple(getattr(schedule, name) for name in COLUMNS)
@@ -146,18 +149,11 @@ class _Kept:
                    for name, a in zip(COLUMNS, self.arrays, strict=True))
 
 
-_KEPT: dict[int, _Kept] = {}
-
-
-def _drop(key):
-    _KEPT.pop(key, None)
-
-
 def forget_layout(schedule) -> None:
-    """Drop the layout kept for ``schedule`` (:func:`schedule_layout`): its memory is
+    """Drop the layout kept with ``schedule`` (:func:`schedule_layout`): its memory is
     freed; the schedule's arrays stay read-only. The next call lays the arrays out
     again."""
-    kept = _KEPT.get(id(schedule))
+    kept = schedule.kept_layout
     if kept is not None:
         kept.key = kept.layout = None
 
@@ -165,7 +161,7 @@ def forget_layout(schedule) -> None:
 def schedule_layout(schedule, resolution: float = 1e-12,
                     step_major: bool | None = None) -> ScheduleLayout:
     """The kernel's arrays of ``schedule`` (see :func:`prepare_arguments`), laid out
-    once and kept with the schedule.
+    once and kept with the schedule (its :attr:`~Schedule.kept_layout`).
 
     The first call makes the schedule's arrays read-only (write to a copy, or build a
     new :class:`Schedule`) and keeps the layout (about 60 B per operation) as long as
@@ -177,12 +173,9 @@ def schedule_layout(schedule, resolution: float = 1e-12,
     if step_major is None:
         step_major = schedule.num_ranks >= STEP_MAJOR_FROM_RANKS
     key = (resolution, bool(step_major))
-    kept = _KEPT.get(id(schedule))
+    kept = schedule.kept_layout
     if kept is None or not kept.holds(schedule):
-        kept = _Kept(schedule, kept)
-        if id(schedule) not in _KEPT:
-            weakref.finalize(schedule, _drop, id(schedule))
-        _KEPT[id(schedule)] = kept
+        kept = schedule.kept_layout = KeptLayout(schedule, kept)
     if kept.key != key:
         kept.key, kept.layout = None, None  # the old layout's memory first
         kept.layout = _lay_out(schedule.num_ranks, dict(zip(COLUMNS, kept.views,

@@ -173,11 +173,13 @@ def simulate_schedule(schedule: Schedule, params, noise=None, start="random", rn
     Notes
     -----
     The kernel's arrays depend on the schedule alone (and the resolution): the first
-    call lays them out and keeps them with the schedule (about 60 B per operation, as
-    long as the schedule lives; :func:`jitterlab.sim.schedules.arguments.forget_layout`
-    frees them), so ``runs=N`` and later calls on the same schedule, with other
+    call lays them out and keeps them with the schedule (its ``kept_layout``, about
+    60 B per operation, as long as the schedule lives;
+    :func:`jitterlab.sim.schedules.arguments.forget_layout` frees them), so ``runs=N``
+    and later calls on the same schedule with the same resolution, with other
     ``params`` or noise, skip that set-up. The schedule's arrays become read-only then:
-    to change a schedule, build a new one (or change a copy of its arrays).
+    to change a schedule, build a new one (or change a copy of its arrays); a schedule
+    whose arrays were replaced, or made writable again, is laid out anew.
 
     Returns
     -------
