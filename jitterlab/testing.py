@@ -1,4 +1,7 @@
-"""Plain reference implementations, slow and simple, that the fast kernels are tested against."""
+"""Plain reference implementations, slow and simple, that the fast kernels are tested against.
+
+Those of the GOAL schedule kernel's inputs are in :mod:`jitterlab.testing_layout`.
+"""
 
 from __future__ import annotations
 
