@@ -7,7 +7,7 @@ and a receive cost CPU time on the task's trace; a message arrives ``wire`` afte
 send is done, and the receive starts when both the task and the message are there. A
 task starts its next phase as soon as its own last round is done. The trace is packed
 as in :mod:`jitterlab.sim.replay_kernels`; per-task state too.
-The plain twin is :func:`jitterlab.testing.collective_reference`.
+The plain twin is ``reference_rounds`` in tests/test_collectives.py.
 """
 
 from __future__ import annotations
