@@ -21,8 +21,13 @@ time per call and their ratios loaded / quiet. The goal is on the medians, the t
 user typically waits (the best of several calls hides the stalls this benchmark is about):
 <= 3x for every call (four runnable processes on two CPUs make 2x the fair share).
 
+With ``--sample`` it also prints, per call, the median CPU time of the process per call and
+the CPUs it got (CPU time / wall time), quiet and loaded: a loaded call is slower either
+because it got fewer CPUs (the scheduler's share) or because its CPU ran slower (on a
+virtual machine whose vCPUs share a core, a busy process beside slows the other vCPU).
+
 Run: ``python benchmarks/bench_under_load.py [--busy 2] [--modes plain,kernel]
-[--threads default,minus1,1] [--calls nb05,tree,wavefront,max_of_n]``.
+[--threads default,minus1,1] [--calls nb05,tree,wavefront,max_of_n] [--sample]``.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -86,18 +92,27 @@ def _call(name: str, inputs: dict) -> None:
         raise ValueError(f"unknown call {name!r}; choose from {CALLS}")
 
 
+def _cpu_time() -> float:
+    """CPU time [s] this process has used, all its threads (ended ones too)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def time_calls(names) -> dict:
-    """Wall times [s] of REPEATS[name] timed calls per call name, after one untimed call."""
+    """Wall times [s] of REPEATS[name] timed calls per call name, after one untimed call,
+    and under ``name + ":cpu"`` the CPU time [s] the process used in each of them."""
     inputs = _setup()
     out = {}
     for name in names:
         _call(name, inputs)  # compile or load the kernels, fill caches a user would have
-        times = []
+        times, cpu = [], []
         for _ in range(REPEATS[name]):
+            used = _cpu_time()
             start = time.perf_counter()
             _call(name, inputs)
             times.append(time.perf_counter() - start)
-        out[name] = times
+            cpu.append(_cpu_time() - used)
+        out[name], out[name + ":cpu"] = times, cpu
     return out
 
 
@@ -144,19 +159,25 @@ def run_kernel(names, threads: str) -> dict:
 
 
 def _spin(stop):
-    while not stop.is_set():
+    while not stop.value:  # a plain read of shared memory: no lock, no system call
         pass
 
 
 class Busy:
-    """``count`` processes spinning on a CPU each, while the block runs."""
+    """``count`` processes spinning on a CPU each, while the block runs.
+
+    Each spins on a flag in shared memory, as ``python3 -c "while True: pass"`` would, and
+    never sleeps. (Until 2026-11-26 they polled a ``multiprocessing.Event``, whose lock the
+    two shared: each process then slept and woke about 12 000 times a second, and every
+    wake-up preempted the measured thread, about 300 times in one 25 ms tree call.)
+    """
 
     def __init__(self, count: int):
         self.count = count
 
     def __enter__(self):
         context = multiprocessing.get_context("spawn")
-        self.stop = context.Event()
+        self.stop = context.RawValue("b", 0)
         self.processes = [context.Process(target=_spin, args=(self.stop,), daemon=True)
                           for _ in range(self.count)]
         for process in self.processes:
@@ -165,7 +186,7 @@ class Busy:
         return self
 
     def __exit__(self, *exc):
-        self.stop.set()
+        self.stop.value = 1
         for process in self.processes:
             process.join(5)
             if process.is_alive():
@@ -178,6 +199,8 @@ def main(argv=None) -> int:
     parser.add_argument("--modes", default="plain,kernel")
     parser.add_argument("--threads", default="default,minus1,1")
     parser.add_argument("--calls", default=",".join(CALLS))
+    parser.add_argument("--sample", action="store_true",
+                        help="also print each call's CPU time and the CPUs it got (below)")
     args = parser.parse_args(argv)
     names = args.calls.split(",")
     runners = {"plain": run_plain, "kernel": run_kernel}
@@ -199,9 +222,25 @@ def main(argv=None) -> int:
                 print(f"{mode:<7} {threads:<8} {name:<10} {middle[0]:14.4f} ({best[0]:7.4f}) "
                       f"{middle[1]:15.4f} ({best[1]:7.4f}) {middle[1] / middle[0]:11.2f} "
                       f"({best[1] / best[0]:5.2f})", flush=True)
+                if args.sample:
+                    print("        " + sample_line(quiet, loaded, name), flush=True)
     print(f"largest ratio of the medians loaded / quiet: {worst:.2f} (goal <= 3); "
           f"/proc/loadavg after: {_loadavg()}")
     return 0
+
+
+def sample_line(quiet: dict, loaded: dict, name: str) -> str:
+    """Medians of a call's CPU time [ms] and of the CPUs its process got (CPU time / wall
+    time), quiet and loaded: the ratio loaded / quiet is the product of the CPU time's
+    ratio (a CPU that runs slower beside busy processes) and the inverse ratio of the
+    CPUs got (the scheduler's share)."""
+    parts = []
+    for label, runs in (("quiet", quiet), ("loaded", loaded)):
+        cpu = statistics.median(runs[name + ":cpu"])
+        got = statistics.median(c / t for c, t in zip(runs[name + ":cpu"], runs[name],
+                                                     strict=True))
+        parts.append(f"{label}: CPU time {cpu * 1e3:.1f} ms, CPUs got {got:.2f}")
+    return "; ".join(parts)
 
 
 def _loadavg() -> str:

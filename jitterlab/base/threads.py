@@ -20,7 +20,8 @@ barrier at all: :func:`map_on_threads` runs the pieces on numba's number of thre
 piece on one thread, each thread taking the next piece when it is done with its own. A thread
 that loses its CPU then holds up no other, so these calls keep all their threads beside busy
 processes: the scheduler gives each runnable thread its share (with two busy processes on two
-CPUs, two threads get one CPU between them, one thread two thirds of one).
+CPUs, two threads get one CPU between them; one thread gets a whole CPU or half of one, as the
+scheduler placed it, not two thirds: three tasks on two CPUs are not shared evenly).
 
 The number of threads never changes a result: the kernels split their work in a fixed way.
 ``numba.set_num_threads(k)`` before a call caps the threads at ``k``; the environment variable
