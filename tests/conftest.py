@@ -200,7 +200,7 @@ def warm_numba_cache(variants=WARM_UP_VARIANTS, shared: Path | None = None) -> s
     import jitterlab as jl
     from jitterlab.testing import random_events
 
-    Wavefront, wavefront_predict = jl.apps.Wavefront, jl.apps.wavefront_predict
+    wavefront_predict, wavefront_simulate = jl.apps.wavefront_predict, jl.apps.wavefront_simulate
     Empirical, Exponential = jl.noise.Empirical, jl.noise.Exponential
     approximate_timeline = jl.estimate.approximate_timeline
     accumulated_noise = jl.estimate.accumulated_noise
@@ -210,6 +210,7 @@ def warm_numba_cache(variants=WARM_UP_VARIANTS, shared: Path | None = None) -> s
     trace = jl.Trace(jitter=draw.exponential(3e-6, 200), gap=draw.exponential(1e-3, 200))
     quiet = jl.Trace(jitter=[0.0], gap=[1.0])
     message = jl.Message(send=1e-6, recv=1e-6, latency=5e-6)
+    wavefront = jl.apps.Wavefront(2, 2, blocks=3, work=1e-5, iterations=2, message=message)
     goal = Path(os.environ.get("TMPDIR", "/tmp")) / f"jitterlab-warm-up-{os.getpid()}.goal"
     goal.write_text("num_ranks 2\nrank 0 {\na: send 8b to 1 tag 5\nb: calc 100 cpu 0\n"
                     "b requires a\n}\nrank 1 {\nc: recv 8b from 0 tag 5\n}\n")
@@ -229,14 +230,19 @@ def warm_numba_cache(variants=WARM_UP_VARIANTS, shared: Path | None = None) -> s
 
     def groups(variant):
         """Groups of calls that compile the same kernels, each with True where it compiles
-        other kernels in the two variants, in the order in which the tests first need them
-        after a fresh clone: the tree barrier (its compilation took 57 s in CI) first, the
-        schedule's event loop next. The parallel variant's simulations
+        other kernels in the two variants, the largest first: the schedule's event loop
+        (28 CPU-s into an empty cache, one process, niced), then the tree barrier (13 CPU-s
+        one thread, 5 more parallel), so that the two processes before the workers end
+        close together (taken second, after one of the tree's variants, the event loop
+        ended its process 9 s after the other in session 12's CI run: 43 and 52 s). The
+        parallel variant's simulations
         have no task count below ``PARALLEL_MIN_TASKS`` (256), which would compile the
         one-thread kernels."""
-        sizes = [1, 300] if variant == "one-thread" else [300]
+        # another N for the parallel variant: the noiseless reference of (N, barrier) is
+        # kept (lru_cache), and the one-thread variant's N = 300 in the same process would
+        # leave the parallel noiseless tree uncompiled
+        sizes = [1, 300] if variant == "one-thread" else [301]
         return [
-            (True, simulations([jl.TreeBarrier(), jl.TreeBarrier(message=message)], sizes)),
             # the event loop: as the public path's njit wrapper calls it, and as Python calls
             # it (detail="events"; the tests that call the loop directly take that one: 13.7
             # CPU-s of test_matched_send_of_each_receive in CI when it was left out)
@@ -244,10 +250,14 @@ def warm_numba_cache(variants=WARM_UP_VARIANTS, shared: Path | None = None) -> s
                 L=3e-6, o=1e-6, g=2e-6, G=2e-9, O=5e-10, S=4096)),
                      lambda: jl.simulate_schedule(jl.read_goal(goal), jl.LogGOPS(
                          L=3e-6, o=1e-6, g=2e-6, G=2e-9, O=5e-10, S=4096), detail="events")]),
+            (True, simulations([jl.TreeBarrier(), jl.TreeBarrier(message=message)], sizes)),
             (True, simulations([None], sizes)),
-            # run_rounds has no parallel variant: the one-thread sizes compile all of it
-            (False, simulations([jl.Dissemination(message), jl.RecursiveDoubling(message)],
-                                [1, 300])),
+            # run_rounds has no parallel variant: the one-thread sizes compile all of it; an
+            # event trace needs each round's partners (notebook 15's GOAL programs too)
+            (False, [*simulations([jl.Dissemination(message), jl.RecursiveDoubling(message)],
+                                  [1, 300]),
+                     lambda: jl.simulate(trace, n=4, work=1e-4, phases=2, rng=0,
+                                         barrier=jl.Dissemination(message), detail="events")]),
             (True, [lambda: jl.max_of_n(Exponential(mean=1e-5) + 1e-4, n=[1, 1000]),
                     lambda: jl.max_of_n(Empirical(draw.exponential(1e-5, 20_000)),
                                         n=[1, 1000, 10**9]),
@@ -256,13 +266,22 @@ def warm_numba_cache(variants=WARM_UP_VARIANTS, shared: Path | None = None) -> s
                     lambda: jl.max_of_n(Empirical(draw.exponential(1e-5, 20_000)), n=1000),
                     lambda: jl.max_of_n(Exponential(mean=1.0), n=[1, 64],
                                         method="montecarlo", replicates=100, rng=0)]),
-            (False, [lambda: wavefront_predict(Wavefront(2, 2, blocks=3, work=1e-5,
-                                                         iterations=2, message=message)),
-                     lambda: wavefront_predict(Wavefront(2, 2, blocks=3, work=1e-5,
-                                                         iterations=2, message=message),
-                                               trace)]),
+            # the wavefront: the block recurrence, and the simulation pass by pass and on
+            # arrival (notebook 10's kernel compiled these two in the browser run)
+            (False, [lambda: wavefront_predict(wavefront),
+                     lambda: wavefront_predict(wavefront, trace),
+                     lambda: wavefront_simulate(wavefront, detail=True),
+                     lambda: wavefront_simulate(wavefront, trace, progress="on_arrival",
+                                                rng=0)]),
+            # the timeline estimate; a trace with an any_order column (read from a file) gives
+            # it read-only flags, one without a noise_combined column a writable sum of the
+            # sources: two more signatures (notebook 12 and test_otf2 compiled them)
             (False, [lambda: approximate_timeline(random_events(0)),
-                     lambda: accumulated_noise(random_events(1))])]
+                     lambda: accumulated_noise(random_events(1)),
+                     lambda: accumulated_noise(jl.EventTrace(
+                         random_events(2).data.assign(any_order=False))),
+                     lambda: accumulated_noise(jl.EventTrace(
+                         random_events(3).data.drop(columns="noise_combined")))])]
 
     # a group that compiles the same kernels in both variants runs once, in the first: the
     # two processes compiled the schedule's event loop, the wavefront's, the estimate's,
