@@ -49,7 +49,7 @@ from ..event_queue import (
 )
 from .costs import DELTA, TRACE, per_byte, receive_bytes, trace_noise
 from .parking import parking_allowed, rescan
-from .sorting import std_sort
+from .sorting import new_sort_stack, std_sort_with
 
 __all__ = ["simulate_with_matches", "run_in_room", "HEAP_FULL", "TIME_FIELDS", "START",
            "CPU_START", "CPU_END", "NOISE", "COMPLETE"]
@@ -185,6 +185,7 @@ def run_in_room(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets, place
         most += more
     ready = np.empty(max(widest, 3 * most + 1), dtype=np.int64)
     order = np.empty(ready.size, dtype=np.int64)
+    sort_stack = new_sort_stack()  # std_sort's work array, made once
     pend_t = np.empty(ready.size + 2, dtype=np.int64)  # pushes of one event
     pend_s = np.empty(ready.size + 2, dtype=np.int64)
     pend_c = np.empty(ready.size + 2, dtype=np.int64)
@@ -211,7 +212,7 @@ def run_in_room(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets, place
                 order[count] = j
                 count += 1
         if count > 16:
-            std_sort(order, 0, count, kind)
+            std_sort_with(order, 0, count, kind, sort_stack)
         else:  # libstdc++ sorts up to 16 by insertion (a call per rank cost 2 %)
             for q in range(1, count):
                 b = order[q]
@@ -502,7 +503,7 @@ def run_in_room(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets, place
                         order[count] = ready[k]
                         count += 1
                 if count > 16:
-                    std_sort(order, 0, count, kind)
+                    std_sort_with(order, 0, count, kind, sort_stack)
                 else:  # libstdc++ sorts up to 16 by insertion, i.e. stably, and no call
                     for q in range(1, count):
                         b = order[q]
