@@ -198,6 +198,7 @@ def warm_numba_cache(variants=WARM_UP_VARIANTS, shared: Path | None = None) -> s
     import numpy as np
 
     import jitterlab as jl
+    from jitterlab.sim.replay_kernels import trace_table
     from jitterlab.testing import random_events
 
     wavefront_predict, wavefront_simulate = jl.apps.wavefront_predict, jl.apps.wavefront_simulate
@@ -214,6 +215,18 @@ def warm_numba_cache(variants=WARM_UP_VARIANTS, shared: Path | None = None) -> s
     goal = Path(os.environ.get("TMPDIR", "/tmp")) / f"jitterlab-warm-up-{os.getpid()}.goal"
     goal.write_text("num_ranks 2\nrank 0 {\na: send 8b to 1 tag 5\nb: calc 100 cpu 0\n"
                     "b requires a\n}\nrank 1 {\nc: recv 8b from 0 tag 5\n}\n")
+
+    def frozen_tree_kernel():
+        import importlib.util
+
+        path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_simulate.py"
+        spec = importlib.util.spec_from_file_location("bench_simulate", path)
+        # registered by name, as tests/test_kernels does: numba's cache finds a parallel
+        # kernel's module in sys.modules
+        module = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))
+        spec.loader.exec_module(module)
+        with module.old_tree_kernel():
+            jl.simulate(trace, n=7, work=1e-4, phases=2, barrier=jl.TreeBarrier(), rng=0)
 
     def simulations(barriers, sizes):
         calls = []
@@ -281,7 +294,12 @@ def warm_numba_cache(variants=WARM_UP_VARIANTS, shared: Path | None = None) -> s
                      lambda: accumulated_noise(jl.EventTrace(
                          random_events(2).data.assign(any_order=False))),
                      lambda: accumulated_noise(jl.EventTrace(
-                         random_events(3).data.drop(columns="noise_combined")))])]
+                         random_events(3).data.drop(columns="noise_combined")))]),
+            # tests/test_kernels compares the tree kernel with the frozen one of before issue
+            # #13 (benchmarks/bench_simulate.py) and builds trace tables from writable arrays:
+            # its first such test compiled them, 7 CPU-s, on both workers in one CI run
+            (False, [frozen_tree_kernel,
+                     lambda: trace_table(np.zeros(2), np.ones(2))])]
 
     # a group that compiles the same kernels in both variants runs once, in the first: the
     # two processes compiled the schedule's event loop, the wavefront's, the estimate's,
