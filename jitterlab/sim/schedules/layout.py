@@ -280,18 +280,20 @@ def _file_dependents(csr_offsets, targets, base, top, placement, fill, out):
 
 
 @numba.njit(cache=True, inline="always")
-def _channel_id(receiver, key, mask, slot_receiver, slot_key, slot_id, used, n_used, count):
+def _channel_id(receiver, key, mask, slots, used, n_used, count):
     """The channel of (receiver, key = sender << 32 | tag) in a tile's hash table (open
-    addressing), a new one numbered ``count`` if absent; returns (id, n_used, count)."""
+    addressing; a slot is a row of ``slots``: receiver, key, id, so that a probe reads
+    one cache line), a new one numbered ``count`` if absent; returns (id, n_used,
+    count)."""
     mix = receiver * 0x9E3779B1 + (key >> 32) * 0x85EBCA77 + (key & 0xFFFFFFFF) * 0xC2B2AE3D
     slot = (mix ^ (mix >> 17)) & mask
     while True:
-        if slot_id[slot] < 0:
-            slot_receiver[slot], slot_key[slot], slot_id[slot] = receiver, key, count
+        if slots[slot, 2] < 0:
+            slots[slot, 0], slots[slot, 1], slots[slot, 2] = receiver, key, count
             used[n_used] = slot
             return count, n_used + 1, count + 1
-        if slot_receiver[slot] == receiver and slot_key[slot] == key:
-            return slot_id[slot], n_used, count
+        if slots[slot, 0] == receiver and slots[slot, 1] == key:
+            return slots[slot, 2], n_used, count
         slot = (slot + 1) & mask
 
 
@@ -311,9 +313,8 @@ def link(offsets, exact, kind, peer, tag, shift, filed_offsets, widest_tile, pla
     capacity = 4
     while capacity < 2 * widest_tile:
         capacity *= 2
-    slot_receiver = np.empty(capacity, dtype=np.int64)
-    slot_key = np.empty(capacity, dtype=np.int64)
-    slot_id = np.full(capacity, -1, dtype=np.int64)
+    slots = np.empty((capacity, 4), dtype=np.int64)  # receiver, key, id, (padding)
+    slots[:, 2] = -1
     used = np.empty(capacity, dtype=np.int64)
     mask = capacity - 1
     count = 0
@@ -327,12 +328,10 @@ def link(offsets, exact, kind, peer, tag, shift, filed_offsets, widest_tile, pla
                 if kind[i] == _RECV:
                     key = (np.int64(peer[i]) << 32) | tag[i]
                     channel[placement[i]], n_used, count = _channel_id(
-                        r0 + q, key, mask, slot_receiver, slot_key, slot_id, used, n_used,
-                        count)
+                        r0 + q, key, mask, slots, used, n_used, count)
         for f in range(filed_offsets[r0 >> shift], filed_offsets[(r0 >> shift) + 1]):
             channel[filed_index[f]], n_used, count = _channel_id(
-                filed_receiver[f], filed_key[f], mask, slot_receiver, slot_key, slot_id, used,
-                n_used, count)
+                filed_receiver[f], filed_key[f], mask, slots, used, n_used, count)
         for q in range(n_used):
-            slot_id[used[q]] = -1
+            slots[used[q], 2] = -1
     return count if exact else p
