@@ -211,3 +211,29 @@ def test_full_queue_room_is_reported_and_more_changes_nothing(case):
     assert FIFO_FULL in full and CHUNKS_FULL in full
     if case == "zero_byte_ring":
         assert HEAP_FULL in full
+
+
+def test_written_out_sorts_keep_their_order():
+    """The event queue's heapsort (sort_keys: radix_take's fifo when a bucket's keys came
+    out of stamp order) sorts exactly like NumPy and leaves the rest of the array alone;
+    std_sort_with (libstdc++'s std::sort with its work array given) puts equal kinds in
+    the same order as std_sort, also when the array is reused for many sorts."""
+    from jitterlab.sim.event_queue import sort_keys
+    from jitterlab.sim.schedules.sorting import new_sort_stack, std_sort, std_sort_with
+    rng = np.random.default_rng(11)
+    stack = new_sort_stack()
+    for n in [0, 1, 2, 3, 16, 17, 18, 33, 100, 1000]:
+        keys = rng.integers(0, 40, n + 3)
+        if n % 2:
+            keys[:n].sort()
+        got = keys.copy()
+        sort_keys(got, n)
+        np.testing.assert_array_equal(got[:n], np.sort(keys[:n]))
+        np.testing.assert_array_equal(got[n:], keys[n:])
+        kind = rng.integers(1, 4, 2000).astype(np.int8)
+        buf = rng.permutation(2000)[:n + 4].astype(np.int64)
+        expected, got = buf.copy(), buf.copy()
+        std_sort(expected, 2, 2 + n, kind)
+        std_sort_with(got, 2, 2 + n, kind, stack)
+        np.testing.assert_array_equal(got, expected)
+        assert np.all(np.diff(kind[got[2:2 + n]]) >= 0)

@@ -211,16 +211,7 @@ def run_in_room(kind, rank, peer, size, tag, calc, cpu, nic, rank_offsets, place
             if remaining[j] == 0:
                 order[count] = j
                 count += 1
-        if count > 16:
-            std_sort_with(order, 0, count, kind, sort_stack)
-        else:  # libstdc++ sorts up to 16 by insertion (a call per rank cost 2 %)
-            for q in range(1, count):
-                b = order[q]
-                w = q
-                while w > 0 and kind[order[w - 1]] > kind[b]:
-                    order[w] = order[w - 1]
-                    w -= 1
-                order[w] = b
+        std_sort_with(order, 0, count, kind, sort_stack)
         for k in range(count):  # all at time 0 = last, in stamp order
             if f_tail == fifo.size:
                 return 0, 0, 0, FIFO_FULL
