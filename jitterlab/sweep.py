@@ -284,7 +284,6 @@ def local_cluster(n_workers: int | None = None, **kwargs):
     """
     import os
 
-    import dask
     from distributed import LocalCluster
 
     if n_workers is None:
@@ -293,20 +292,15 @@ def local_cluster(n_workers: int | None = None, **kwargs):
     n_workers = check_integer("n_workers", n_workers, 1)
     options = {"threads_per_worker": 1, "processes": True, "dashboard_address": None,
                **kwargs}
-    # numba reads NUMBA_NUM_THREADS when imported, which a spawned worker may do before the
-    # Nanny's env= applies; Dask's pre-spawn environment reaches it in time but is written
-    # into this process's os.environ, so the previous values are put back afterwards
-    environ = {**dask.config.get("distributed.nanny.pre-spawn-environ", {}), **_ONE_THREAD}
-    saved = {name: os.environ.get(name) for name in environ}
-    try:
-        with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
-            return LocalCluster(n_workers=n_workers, **options)
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    # the one-thread variables go in the Nanny's env=, which each worker process applies
+    # to itself when it starts, before it takes a task (and so before jitterlab imports
+    # numba there). Not Dask's pre-spawn environment: the Nanny writes that into THIS
+    # process's os.environ at every worker (re)start, after which numba refuses to compile
+    # here ("Cannot set NUMBA_NUM_THREADS to a different value once the threads have been
+    # launched"), e.g. after a sweep whose point killed a worker
+    if options["processes"]:  # (worker threads in this process have no environment)
+        options["env"] = {**_ONE_THREAD, **options.get("env", {})}
+    return LocalCluster(n_workers=n_workers, **options)
 
 
 def sweep(func: Callable[..., xr.Dataset], grid: Mapping[str, Sequence], /, client=None,

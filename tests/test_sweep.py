@@ -546,6 +546,7 @@ def test_a_point_that_kills_its_worker_fails_alone_and_the_sweep_ends(fragile_cl
                                                                        monkeypatch):
     import concurrent.futures
 
+    threads_before = os.environ.get("NUMBA_NUM_THREADS")
     # the sweep looks at the cluster every 0.2 s, not every second: each round of deaths
     # and restarts waited up to a second more for it (the tests count deaths, not polls)
     monkeypatch.setattr(sweep_tasks, "_POLL_SECONDS", 0.2)
@@ -575,6 +576,10 @@ def test_a_point_that_kills_its_worker_fails_alone_and_the_sweep_ends(fragile_cl
     # alone), not the four of allowed-failures 3 (the scheduler's cap, which only the first,
     # unbound round can still reach when the sweep sees the deaths late): 12 before
     assert 3 <= worker_deaths(fragile_client) <= 4 + 1 + 1
+    # the restarted workers have one numba thread too, and this process's environment was
+    # not changed by the restarts (numba here would then refuse to compile anything new)
+    assert set(fragile_client.run(numba.get_num_threads).values()) == {1}
+    assert os.environ.get("NUMBA_NUM_THREADS") == threads_before
 
 
 def test_a_sweep_whose_points_all_kill_workers_stops_fast_naming_them(fragile_client,

@@ -445,7 +445,7 @@ def test_on_arrival_kernel_stays_inside_its_arrays(monkeypatch):
     workload = Wavefront(4, 4, blocks=4, work=1e-4)
     trace = jl.synthetic_trace(2.0, rng=11)
     plain = wavefront_simulate(workload, trace, progress="on_arrival", rng=0)
-    for name in ("_advance", "run_on_arrival"):
+    for name in ("_advance", "run_on_arrival", "_step_exists"):
         monkeypatch.setattr(kernels, name, getattr(kernels, name).py_func)
     checked = wavefront_simulate(workload, trace, progress="on_arrival", rng=0)
     xr.testing.assert_identical(checked, plain)
