@@ -118,11 +118,14 @@ def test_measure_fwq(tmp_path, capsys, name):
     assert status == 0 and "LCG iterations" in out
     law = jl.bench.read_fwq_samples(output)
     assert law.values.size == 100
-    # noise only lengthens quanta, but a calibration made while the whole virtual machine
-    # ran slow sets the quantum short: the shipped 2-rank PB run shows such a phase with
-    # every quantum about 9 % long (notebook 08), and one CI run here found the fastest
-    # quantum 5.1 % short; allow 10 %
-    assert law.lower == pytest.approx(100e-6, rel=0.10)
+    # the calibration's own fastest quantum is the requested work (it corrects the count
+    # until within 0.2 %; 2 % leaves room for a machine too noisy to get there in 32 tries)
+    assert law.attrs["calibrated_work"] == pytest.approx(100e-6, rel=0.02)
+    # the measured quanta follow it only as far as the virtual machine keeps its speed: one
+    # that ran slow while calibrating sets every quantum short (a quiet CI run: the fastest
+    # 11 % short; the shipped 2-rank PB run has a phase with every quantum ~9 % long,
+    # notebook 08). So here only the magnitude, in seconds
+    assert 0.5 * 100e-6 < law.lower < 2 * 100e-6
     status, _, err = run(argv, capsys)
     assert status == 2 and "exists; pass --force" in err
     status, out, _ = run(["info", str(output)], capsys)

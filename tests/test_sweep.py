@@ -578,6 +578,7 @@ def test_a_point_that_kills_its_worker_fails_alone_and_the_sweep_ends(fragile_cl
     assert 3 <= worker_deaths(fragile_client) <= 4 + 1 + 1
     # the restarted workers have one numba thread too, and this process's environment was
     # not changed by the restarts (numba here would then refuse to compile anything new)
+    fragile_client.wait_for_workers(2, timeout=120)  # the last restarts may still be under way
     assert set(fragile_client.run(numba.get_num_threads).values()) == {1}
     assert os.environ.get("NUMBA_NUM_THREADS") == threads_before
 
