@@ -16,6 +16,7 @@ is exact in float64 and the two must agree to the last bit, ties included.
 import math
 from types import SimpleNamespace
 
+import numba
 import numpy as np
 import pytest
 
@@ -76,6 +77,24 @@ def test_step_sum_one_minus_power_matches_reference(power, start):
     assert abs(kernel - reference) <= bound
     if start < values.size - 1:
         assert reference > 0
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
+@pytest.mark.parametrize("power", [2, 7, 50, 1000])
+def test_step_sum_one_minus_power_is_the_same_on_any_number_of_threads(power):
+    # 5·10^4 points: 13 blocks, which two threads share unevenly; the blocks' partial sums
+    # are added in block order whatever the threads (max_of_n's N spread over threads and
+    # one N alone give the same numbers)
+    law = Empirical(np.random.default_rng(3).gamma(2.0, 1.0, 50_000))
+    one_thread = _kernels.step_sum_one_minus_power_one_thread(law.values, law._head, power, 0)
+    before = numba.get_num_threads()
+    try:
+        for threads in range(1, before + 1):
+            numba.set_num_threads(threads)
+            assert _kernels.step_sum_one_minus_power_parallel(law.values, law._head, power,
+                                                              0) == one_thread
+    finally:
+        numba.set_num_threads(before)
 
 
 # --------------------------------------------------------------------------------------

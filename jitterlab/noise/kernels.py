@@ -143,7 +143,10 @@ def step_sum_one_minus_power_parallel(values, head, power, start):
         for i in range(hi - lo):
             acc += (values[lo + i + 1] - values[lo + i]) * (1.0 - result[i])
         partial[j] = acc
-    return partial.sum()
+    total = 0.0  # in block order: numba would turn partial.sum() into a parallel
+    for j in range(n_blocks):  # reduction whose order depends on the thread count
+        total += partial[j]
+    return total
 
 
 step_sum_one_minus_power_one_thread = one_thread_copy(step_sum_one_minus_power_parallel,
