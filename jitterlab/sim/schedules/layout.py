@@ -1,8 +1,9 @@
 """The schedule kernel's inputs built in a few passes over a schedule's columns.
 
 :func:`jitterlab.sim.schedules.arguments.prepare_arguments` calls these numba passes;
-together they give what :func:`~.arguments.step_major_order`, the column copies,
-:func:`~.arguments.successors` (twice) and :func:`~.arguments.channels` give one by one,
+together they give what :func:`jitterlab.testing_layout.step_major_order`, the column
+copies, :func:`jitterlab.testing_layout.successors` (twice) and
+:func:`jitterlab.testing_layout.channels` give one by one (the tests' plain references),
 with less memory traffic:
 
 * :func:`rank_offsets` finds where each rank's operations begin (a galloping search in
