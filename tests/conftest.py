@@ -159,6 +159,20 @@ def xdist_worker() -> str | None:
     return os.environ.get("PYTEST_XDIST_WORKER")
 
 
+def load_benchmark(name: str):
+    """The module of ``benchmarks/<name>.py`` (loaded once), registered in ``sys.modules``
+    by its name: numba's disk cache finds a cached parallel kernel's module there."""
+    import importlib.util
+
+    if name not in sys.modules:
+        path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
 def warm_up_wanted(items) -> bool:
     """True for a session whose tests come from ``WARM_UP_MODULES`` or more files, or with
     ``JITTERLAB_NUMBA_WARM_UP=1``; never with ``=0``."""
@@ -217,15 +231,7 @@ def warm_numba_cache(variants=WARM_UP_VARIANTS, shared: Path | None = None) -> s
                     "b requires a\n}\nrank 1 {\nc: recv 8b from 0 tag 5\n}\n")
 
     def frozen_tree_kernel():
-        import importlib.util
-
-        path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_simulate.py"
-        spec = importlib.util.spec_from_file_location("bench_simulate", path)
-        # registered by name, as tests/test_kernels does: numba's cache finds a parallel
-        # kernel's module in sys.modules
-        module = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))
-        spec.loader.exec_module(module)
-        with module.old_tree_kernel():
+        with load_benchmark("bench_simulate").old_tree_kernel():
             jl.simulate(trace, n=7, work=1e-4, phases=2, barrier=jl.TreeBarrier(), rng=0)
 
     def simulations(barriers, sizes):

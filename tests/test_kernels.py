@@ -19,6 +19,7 @@ from types import SimpleNamespace
 import numba
 import numpy as np
 import pytest
+from conftest import load_benchmark
 
 import jitterlab as jl
 from jitterlab import testing
@@ -236,24 +237,9 @@ def test_run_tree_barrier_matches_reference(n, fanout, cores_per_node, seed):
 # --------------------------------------------------------------------------------------
 # run_tree_barrier against the kernel before issue #13 (frozen in the benchmark script)
 # --------------------------------------------------------------------------------------
-def _bench_simulate():
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_simulate.py"
-    spec = importlib.util.spec_from_file_location("bench_simulate", path)
-    module = importlib.util.module_from_spec(spec)
-    # registered by name: numba's disk cache (cache=True) finds a cached parallel kernel's
-    # module in sys.modules when it loads it
-    sys.modules.setdefault(spec.name, module)
-    spec.loader.exec_module(sys.modules[spec.name])
-    return sys.modules[spec.name]
-
-
 @pytest.fixture(scope="module")
 def old_tree_barrier():
-    return _bench_simulate()._old_run_tree_barrier
+    return load_benchmark("bench_simulate")._old_run_tree_barrier
 
 
 @pytest.mark.parametrize("threads", [1, 2])
